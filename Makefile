@@ -1,0 +1,36 @@
+# The two commands a new user needs: `make demo` and `make test`.
+PYTHON ?= python3
+VENV   := .venv
+PY     := $(VENV)/bin/python
+STAMP  := $(VENV)/.installed
+KERNEL := retrieval-lib
+
+.PHONY: setup demo test lab sample bench clean
+
+setup: $(STAMP)
+
+$(STAMP): requirements.txt pyproject.toml
+	test -x $(PY) || $(PYTHON) -m venv $(VENV)
+	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
+	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (retrieval-lib)" >/dev/null
+	touch $(STAMP)
+
+# Build (or bring up to date) the embedded sample collection; a no-op when nothing changed.
+sample: setup
+	$(PY) -m retrieval_lib ingest
+
+demo: sample
+	$(PY) -m retrieval_lib run --params params/demo.yaml
+
+test: sample
+	$(PY) -m pytest tests
+	$(PY) -m pytest --nbval notebooks --nbval-kernel-name $(KERNEL) --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+
+lab: setup
+	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+bench: sample
+	$(PY) benchmarks/bench_search.py
+
+clean:
+	rm -rf $(VENV) .qdrant

@@ -1,0 +1,248 @@
+"""Settings: the one place that reads the environment and ``.env``.
+
+Everything else in the package takes a :class:`Settings` (or explicit
+arguments). A real environment variable wins over the same name in ``.env``.
+Secrets are held in :class:`Secret`, whose ``str``/``repr`` never show the
+value; only the backend that needs the key calls :meth:`Secret.reveal`.
+
+Variables (all optional; with none set the embedded default is used):
+
+=========================  ==========================================================
+``EMBEDDING_PROVIDER``     ``local`` (default, MiniLM on the CPU) or ``cohere``
+``EMBEDDING_MODEL``        local: ``all-MiniLM-L6-v2`` or a sentence-transformers folder;
+                           cohere: ``embed-multilingual-v3.0`` (default) or another v3 model
+``COHERE_API_KEY``         required when the provider is ``cohere``
+``COHERE_BASE_URL``        Cohere-compatible endpoint (a gateway or proxy); default Cohere's
+``QDRANT_URL``             Qdrant server / Cloud; when unset the embedded store is used
+``QDRANT_API_KEY``         Qdrant Cloud key (only sent with ``QDRANT_URL``)
+``QDRANT_PATH``            folder of the embedded store (default ``<project>/.qdrant``)
+``QDRANT_COLLECTION_NAME`` collection to validate (default ``physicalai``)
+``QDRANT_TIMEOUT``         seconds for one Qdrant request (default 10)
+``EMBEDDING_TIMEOUT``      seconds for one embedding request (default 30)
+``EMBEDDING_MAX_RETRIES``  retries on 429 / 5xx / timeouts (default 4)
+``EMBEDDING_RETRY_BUDGET`` seconds all retries of one call may take together (default 60)
+``QUERY_MAX_CHARS``        longest accepted query (default 1000)
+=========================  ==========================================================
+"""
+
+from __future__ import annotations
+
+import math
+import os
+from dataclasses import dataclass, field, fields, replace
+from pathlib import Path
+from typing import Mapping
+from urllib.parse import urlsplit, urlunsplit
+
+from dotenv import dotenv_values
+
+from .errors import ConfigurationError
+
+__all__ = ["PROJECT_ROOT", "Secret", "Settings", "load_settings", "redact_url"]
+
+#: The project folder (where ``notebooks/``, ``params/`` and ``outputs/`` live).
+#: Derived from the package location so kernels started anywhere agree on it.
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+LOCAL_MODEL = "all-MiniLM-L6-v2"
+COHERE_DEFAULT_MODEL = "embed-multilingual-v3.0"
+PROVIDERS = ("local", "cohere")
+
+
+class Secret:
+    """A string that does not print itself. ``reveal()`` returns the value."""
+
+    __slots__ = ("_value",)
+
+    def __init__(self, value: str) -> None:
+        self._value = value
+
+    def reveal(self) -> str:
+        return self._value
+
+    def __repr__(self) -> str:
+        return "Secret('********')"
+
+    __str__ = __repr__
+
+    def __eq__(self, other: object) -> bool:
+        return isinstance(other, Secret) and other._value == self._value
+
+    def __hash__(self) -> int:
+        return hash(("Secret", self._value))
+
+    def __reduce__(self):  # pickling would carry the value into places we do not control
+        raise TypeError("Secret values cannot be pickled")
+
+
+def redact_url(url: str) -> str:
+    """Return ``url`` without user-info or query string (where keys sometimes hide)."""
+    parts = urlsplit(url)
+    host = parts.hostname or ""
+    if parts.port:
+        host = f"{host}:{parts.port}"
+    return urlunsplit((parts.scheme, host, parts.path, "", ""))
+
+
+@dataclass(frozen=True)
+class Settings:
+    """Validated configuration. Build it with :func:`load_settings`."""
+
+    embedding_provider: str = "local"
+    embedding_model: str = LOCAL_MODEL
+    cohere_api_key: Secret | None = field(default=None, repr=False)
+    cohere_base_url: str | None = None
+    qdrant_url: str | None = None
+    qdrant_api_key: Secret | None = field(default=None, repr=False)
+    qdrant_path: Path = PROJECT_ROOT / ".qdrant"
+    collection_name: str = "physicalai"
+    qdrant_timeout: float = 10.0
+    embedding_timeout: float = 30.0
+    embedding_max_retries: int = 4
+    embedding_retry_budget: float = 60.0
+    query_max_chars: int = 1000
+
+    @property
+    def store_location(self) -> str:
+        """Where the vectors live, safe to print: a redacted URL, ``:memory:`` or a folder."""
+        if self.qdrant_url:
+            return redact_url(self.qdrant_url)
+        return str(self.qdrant_path)
+
+    @property
+    def profile(self) -> str:
+        """``embedded`` for the local store, ``server`` for a URL."""
+        return "server" if self.qdrant_url else "embedded"
+
+    def with_overrides(self, **changes) -> "Settings":
+        """A copy with some fields changed (for notebooks and tests)."""
+        return replace(self, **changes)
+
+    def __repr__(self) -> str:
+        # URLs can carry credentials (user-info, ``?api_key=``): show them redacted, like store_location.
+        shown = []
+        for f in fields(self):
+            if not f.repr:
+                continue
+            value = getattr(self, f.name)
+            if f.name in ("qdrant_url", "cohere_base_url") and value:
+                value = redact_url(value)
+            shown.append(f"{f.name}={value!r}")
+        return f"{type(self).__name__}({', '.join(shown)})"
+
+    def describe(self) -> dict[str, object]:
+        """The settings as a dict that is safe to print or save (secrets as set/unset)."""
+        return {
+            "embedding_provider": self.embedding_provider,
+            "embedding_model": self.embedding_model,
+            "cohere_api_key": "set" if self.cohere_api_key else "unset",
+            "qdrant": self.store_location,
+            "qdrant_api_key": "set" if self.qdrant_api_key else "unset",
+            "collection_name": self.collection_name,
+        }
+
+
+def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float, integer: bool = False):
+    raw = env.get(name)
+    if raw is None or raw.strip() == "":
+        return default
+    try:
+        value = int(raw) if integer else float(raw)
+    except ValueError:
+        kind = "a whole number" if integer else "a number"
+        raise ConfigurationError(f"{name} must be {kind} (got something else); fix or unset it", variable=name) from None
+    if not math.isfinite(value) or value < minimum:
+        raise ConfigurationError(f"{name} must be at least {minimum}; fix or unset it", variable=name)
+    return value
+
+
+def _url(env: Mapping[str, str], name: str) -> str | None:
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return None
+    parts = urlsplit(raw)
+    if parts.scheme not in ("http", "https") or not parts.hostname:
+        raise ConfigurationError(
+            f"{name} must be an http(s) URL such as https://xyz.cloud.qdrant.io:6333; fix or unset it",
+            variable=name,
+        )
+    return raw.rstrip("/")
+
+
+def load_settings(
+    env: Mapping[str, str] | None = None,
+    *,
+    dotenv_path: str | os.PathLike[str] | None = None,
+) -> Settings:
+    """Read and validate settings.
+
+    Args:
+        env: variables to use instead of ``os.environ`` (tests pass a dict).
+        dotenv_path: a ``.env`` file to read; default ``<project>/.env`` when
+            ``env`` is not given. Values in ``env``/``os.environ`` win.
+
+    Returns:
+        Settings for the chosen backends.
+
+    Raises:
+        ConfigurationError: a setting is missing or invalid; the message names
+            the variable and never its value.
+    """
+    merged: dict[str, str] = {}
+    if dotenv_path is None and env is None:
+        dotenv_path = PROJECT_ROOT / ".env"
+    if dotenv_path is not None and Path(dotenv_path).is_file():
+        merged.update({k: v for k, v in dotenv_values(dotenv_path).items() if v is not None})
+    merged.update(os.environ if env is None else env)
+
+    provider = (merged.get("EMBEDDING_PROVIDER") or "local").strip().lower()
+    if provider not in PROVIDERS:
+        raise ConfigurationError(
+            f"EMBEDDING_PROVIDER must be one of {', '.join(PROVIDERS)}; fix or unset it",
+            variable="EMBEDDING_PROVIDER",
+        )
+    default_model = LOCAL_MODEL if provider == "local" else COHERE_DEFAULT_MODEL
+    model = (merged.get("EMBEDDING_MODEL") or "").strip() or default_model
+
+    cohere_key = (merged.get("COHERE_API_KEY") or "").strip()
+    if provider == "cohere" and not cohere_key:
+        raise ConfigurationError(
+            "COHERE_API_KEY is not set; EMBEDDING_PROVIDER=cohere needs it "
+            "(put it in the environment or in .env, never in a params file)",
+            variable="COHERE_API_KEY",
+        )
+    qdrant_url = _url(merged, "QDRANT_URL")
+    qdrant_key = (merged.get("QDRANT_API_KEY") or "").strip()
+    if qdrant_key and qdrant_url and urlsplit(qdrant_url).scheme != "https" and not _is_loopback(qdrant_url):
+        raise ConfigurationError(
+            "QDRANT_API_KEY would travel unencrypted: QDRANT_URL must use https for a remote server",
+            variable="QDRANT_URL",
+        )
+    collection = (merged.get("QDRANT_COLLECTION_NAME") or "physicalai").strip()
+    if not collection or "/" in collection:
+        raise ConfigurationError("QDRANT_COLLECTION_NAME must be a non-empty name without '/'", variable="QDRANT_COLLECTION_NAME")
+    path_raw = (merged.get("QDRANT_PATH") or "").strip()
+    qdrant_path = Path(path_raw).expanduser() if path_raw else PROJECT_ROOT / ".qdrant"
+    if not qdrant_path.is_absolute():
+        qdrant_path = PROJECT_ROOT / qdrant_path
+
+    return Settings(
+        embedding_provider=provider,
+        embedding_model=model,
+        cohere_api_key=Secret(cohere_key) if cohere_key else None,
+        cohere_base_url=_url(merged, "COHERE_BASE_URL"),
+        qdrant_url=qdrant_url,
+        qdrant_api_key=Secret(qdrant_key) if qdrant_key else None,
+        qdrant_path=qdrant_path,
+        collection_name=collection,
+        qdrant_timeout=_number(merged, "QDRANT_TIMEOUT", 10.0, minimum=0.1),
+        embedding_timeout=_number(merged, "EMBEDDING_TIMEOUT", 30.0, minimum=0.1),
+        embedding_max_retries=_number(merged, "EMBEDDING_MAX_RETRIES", 4, minimum=0, integer=True),
+        embedding_retry_budget=_number(merged, "EMBEDDING_RETRY_BUDGET", 60.0, minimum=0),
+        query_max_chars=_number(merged, "QUERY_MAX_CHARS", 1000, minimum=1, integer=True),
+    )
+
+
+def _is_loopback(url: str) -> bool:
+    host = urlsplit(url).hostname or ""
+    return host in ("localhost", "::1") or host.startswith("127.")

@@ -1,0 +1,44 @@
+"""Search results as pandas tables, for notebooks and CSV reports."""
+
+from __future__ import annotations
+
+from typing import Iterable, Sequence
+
+from .models import PAYLOAD_FIELDS, SearchResponse
+
+__all__ = ["results_frame", "RESULT_COLUMNS"]
+
+#: The columns a results table shows by default (stable values only, so nbval can compare them).
+RESULT_COLUMNS: tuple[str, ...] = ("query", "rank", "similarity_score", "source_file", "section_title", "chunk_id")
+
+
+def results_frame(responses: SearchResponse | Iterable[SearchResponse],
+                  columns: Sequence[str] | None = RESULT_COLUMNS, *, decimals: int = 3):
+    """One row per result: query, rank, score and payload fields.
+
+    Args:
+        responses: one response or many.
+        columns: columns to keep (None keeps every payload field plus timings).
+        decimals: rounding of scores, so tables compare stably across runs.
+
+    Returns:
+        A pandas DataFrame (empty, with the columns, when nothing matched).
+    """
+    import pandas as pd
+
+    if isinstance(responses, SearchResponse):
+        responses = [responses]
+    rows = []
+    for response in responses:
+        for rank, r in enumerate(response.results, 1):
+            row = {"query": response.query_text, "rank": rank,
+                   "similarity_score": round(r.similarity_score, decimals),
+                   "raw_score": round(r.raw_score, decimals), "point_id": r.point_id,
+                   "missing_fields": ", ".join(r.missing_fields)}
+            row.update({name: getattr(r, name) for name in PAYLOAD_FIELDS})
+            row.update({"embed_ms": response.embed_ms, "search_ms": response.search_ms})
+            rows.append(row)
+    frame = pd.DataFrame(rows)
+    if columns is None:
+        return frame
+    return frame.reindex(columns=list(columns))

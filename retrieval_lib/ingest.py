@@ -1,0 +1,303 @@
+"""Ingest: Docusaurus markdown → chunks with the seeds' payload → Qdrant.
+
+Incremental and idempotent. Each point carries ``file_hash`` (the file's bytes
+plus the chunking settings and embedding model); a file whose points all carry
+the current hash, and form a complete sequence, is left alone. A changed file
+is re-chunked, its new points upserted, and only then its stale points deleted,
+so a search never sees the file missing. A run killed at any moment leaves
+points that either match the current hash completely or not, and the next run
+finishes the job: the collection converges, with no duplicates (point ids are
+derived from ``source_file`` and position) and no orphans.
+
+Every document is read and chunked before anything is written, so a bad file
+(not UTF-8, broken front matter) stops the ingest with nothing half-written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import logging
+import uuid
+from collections import defaultdict
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Iterable
+
+from .chunking import chunk_markdown
+from .config import Settings, load_settings
+from .embedders import Embedder, make_embedder
+from .errors import ConfigurationError, ModelMismatchError
+from .markdown import MarkdownDoc, discover_documents, is_stub, read_document
+from .store import VectorStore
+
+__all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "PreparedChunk", "prepare_documents", "ingest",
+           "ingest_from_settings", "point_id_for"]
+
+log = logging.getLogger(__name__)
+
+#: The sample book shipped with the package (the embedded default's corpus).
+SAMPLE_BOOK = Path(__file__).resolve().parent / "sample_book" / "docs"
+DEFAULT_BASE_URL = "https://physical-ai-book.example"
+_ID_NAMESPACE = uuid.UUID("6f0d7c59-3a1e-4f55-9d7e-1c5b2a9e8f10")
+
+
+def point_id_for(source_file: str, sequence: int) -> str:
+    """Deterministic point id (a UUID, as Qdrant wants) for a chunk position."""
+    return str(uuid.uuid5(_ID_NAMESPACE, f"{source_file}#{sequence}"))
+
+
+@dataclass(frozen=True)
+class PreparedChunk:
+    """A chunk ready to embed: its id, the text to embed, and its payload."""
+
+    point_id: str
+    embed_text: str
+    payload: dict[str, Any]
+
+
+@dataclass
+class IngestSummary:
+    """What an ingest did, file by file and chunk by chunk."""
+
+    collection: str
+    files_added: int = 0
+    files_replaced: int = 0
+    files_unchanged: int = 0
+    files_deleted: int = 0
+    files_skipped: int = 0
+    chunks_added: int = 0
+    chunks_replaced: int = 0
+    chunks_deleted: int = 0
+    chunks_total: int = 0
+    seconds: float = 0.0
+    skipped: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+
+    def line(self) -> str:
+        """The one-line summary the CLI prints."""
+        return (
+            f"{self.collection}: files {self.files_added} added, {self.files_replaced} replaced, "
+            f"{self.files_deleted} deleted, {self.files_unchanged} unchanged, {self.files_skipped} skipped; "
+            f"chunks {self.chunks_added} added, {self.chunks_replaced} replaced, {self.chunks_deleted} deleted; "
+            f"{self.chunks_total} chunks in {self.seconds:.1f} s"
+        )
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def _file_hash(raw: bytes, *, model: str, max_tokens: int, overlap: int, base_url: str) -> str:
+    h = hashlib.sha256(raw)
+    h.update(f"|{model}|{max_tokens}|{overlap}|{base_url}".encode())
+    return h.hexdigest()
+
+
+def prepare_documents(
+    docs_dir: Path,
+    embedder: Embedder,
+    *,
+    base_url: str = DEFAULT_BASE_URL,
+    max_tokens: int | None = None,
+    overlap_tokens: int = 40,
+) -> tuple[dict[str, list[PreparedChunk]], dict[str, str], list[str]]:
+    """Read and chunk every document under ``docs_dir`` (nothing is written).
+
+    Returns:
+        (chunks by source_file, file_hash by source_file, skipped stub files)
+
+    Raises:
+        DocumentError: a file is not valid UTF-8 or has broken front matter.
+        ConfigurationError: ``docs_dir`` is missing or holds no markdown.
+    """
+    docs_dir = Path(docs_dir)
+    if not docs_dir.is_dir():
+        raise ConfigurationError(f"docs folder {docs_dir} does not exist", variable="DOCS_DIR")
+    paths = discover_documents(docs_dir)
+    if not paths:
+        raise ConfigurationError(f"no .md or .mdx files under {docs_dir}", variable="DOCS_DIR")
+    max_tokens = max_tokens or default_chunk_tokens(embedder)
+    base = base_url.rstrip("/")
+    prepared: dict[str, list[PreparedChunk]] = {}
+    hashes: dict[str, str] = {}
+    skipped: list[str] = []
+    for path in paths:
+        doc: MarkdownDoc = read_document(path, docs_dir)
+        if is_stub(doc):
+            skipped.append(doc.source_file)
+            continue
+        chunks = chunk_markdown(doc.body, title=doc.title, max_tokens=max_tokens,
+                                overlap_tokens=overlap_tokens, count_tokens=embedder.count_tokens)
+        if not chunks:
+            skipped.append(doc.source_file)
+            continue
+        file_hash = _file_hash(path.read_bytes(), model=embedder.model, max_tokens=max_tokens,
+                               overlap=overlap_tokens, base_url=base)
+        hashes[doc.source_file] = file_hash
+        items = []
+        for chunk in chunks:
+            payload = {
+                "chunk_id": f"{doc.source_file}#{chunk.sequence}",
+                "source_file": doc.source_file,
+                "source_url": base + doc.route,
+                "title": doc.title,
+                "section_title": chunk.section_title,
+                "heading_path": list(chunk.heading_path),
+                "content": chunk.text,
+                "content_hash": hashlib.sha256(chunk.text.encode("utf-8")).hexdigest(),
+                "chunk_sequence": chunk.sequence,
+                "total_chunks": len(chunks),
+                "token_count": chunk.token_count,
+                "model_version": embedder.model,
+                "file_hash": file_hash,
+            }
+            # The document title travels with the text that is embedded (not with `content`):
+            # a chunk deep in "Gazebo Basics" should still be found by "Gazebo".
+            embed_text = f"{doc.title}\n{chunk.text}"
+            items.append(PreparedChunk(point_id_for(doc.source_file, chunk.sequence), embed_text, payload))
+        prepared[doc.source_file] = items
+    return prepared, hashes, skipped
+
+
+def default_chunk_tokens(embedder: Embedder) -> int:
+    """Chunk size that fits the model's input window with room for the title line."""
+    window = int(getattr(embedder, "max_tokens", 512))
+    return 200 if window <= 256 else 350
+
+
+def _existing_points(store: VectorStore, collection: str) -> dict[str, list[dict[str, Any]]]:
+    by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
+    fields = ["source_file", "file_hash", "chunk_sequence", "total_chunks", "model_version"]
+    for point in store.scroll(collection, with_payload=fields, batch_size=512):
+        payload = dict(point.payload or {})
+        payload["_id"] = str(point.id)
+        by_file[str(payload.get("source_file"))].append(payload)
+    return by_file
+
+
+def _is_complete(points: list[dict[str, Any]], file_hash: str) -> bool:
+    if not points or any(p.get("file_hash") != file_hash for p in points):
+        return False
+    total = points[0].get("total_chunks")
+    return sorted(p.get("chunk_sequence") for p in points) == list(range(total or 0))
+
+
+def _batched(items: list[Any], size: int) -> Iterable[list[Any]]:
+    for start in range(0, len(items), size):
+        yield items[start:start + size]
+
+
+def ingest(
+    store: VectorStore,
+    embedder: Embedder,
+    collection: str,
+    docs_dir: Path = SAMPLE_BOOK,
+    *,
+    base_url: str = DEFAULT_BASE_URL,
+    recreate: bool = False,
+    max_tokens: int | None = None,
+    overlap_tokens: int = 40,
+    batch_size: int = 64,
+    progress: bool = True,
+) -> IngestSummary:
+    """Bring ``collection`` in line with the documents under ``docs_dir``.
+
+    Raises:
+        DocumentError: a document cannot be read (nothing was written).
+        ModelMismatchError: the collection was built with another model or
+            dimension (use ``recreate=True``).
+        VectorStoreError, EmbeddingError: a dependency failed midway; re-running
+            converges.
+    """
+    from qdrant_client import models
+    from tqdm.auto import tqdm
+
+    started = datetime.now(timezone.utc)
+    prepared, hashes, skipped = prepare_documents(docs_dir, embedder, base_url=base_url,
+                                                  max_tokens=max_tokens, overlap_tokens=overlap_tokens)
+    summary = IngestSummary(collection=collection, skipped=skipped, files_skipped=len(skipped))
+    for name in skipped:
+        summary.warnings.append(f"skipped {name}: empty or a stub (e.g. 'Coming soon')")
+
+    if store.exists(collection) and not recreate:
+        _, size, _ = store.vector_params(collection)
+        if size is not None and size != embedder.dimension:
+            raise ModelMismatchError(
+                f"collection {collection!r} holds {size}-dimensional vectors; {embedder.model} makes "
+                f"{embedder.dimension}-dimensional ones. Re-run with --recreate to rebuild it with this model, "
+                "or choose another collection",
+                collection_dimension=size, embedder_dimension=embedder.dimension,
+                collection_model=None, configured_model=embedder.model,
+            )
+    store.create_collection(collection, embedder.dimension, recreate=recreate)
+    existing = _existing_points(store, collection)
+    other_models = sorted({p.get("model_version") for pts in existing.values() for p in pts
+                           if p.get("model_version") not in (None, embedder.model)})
+    if other_models:
+        raise ModelMismatchError(
+            f"collection {collection!r} holds chunks embedded with {', '.join(other_models)}, not "
+            f"{embedder.model}. Re-run with --recreate to rebuild it with this model, or choose another collection",
+            collection_dimension=embedder.dimension, embedder_dimension=embedder.dimension,
+            collection_model=other_models[0], configured_model=embedder.model,
+        )
+
+    todo: list[tuple[str, list[PreparedChunk]]] = []
+    for source, chunks in prepared.items():
+        if _is_complete(existing.get(source, []), hashes[source]):
+            summary.files_unchanged += 1
+        else:
+            todo.append((source, chunks))
+    total = sum(len(c) for _, c in todo)
+    bar = tqdm(total=total, desc="embedding chunks", unit="chunk", disable=not progress or total == 0)
+    try:
+        for source, chunks in todo:
+            old_ids = {p["_id"] for p in existing.get(source, [])}
+            stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            for batch in _batched(chunks, batch_size):
+                vectors = embedder.embed_documents([c.embed_text for c in batch])
+                store.upsert(collection, [
+                    models.PointStruct(id=c.point_id, vector=v, payload={**c.payload, "processing_timestamp": stamp})
+                    for c, v in zip(batch, vectors)
+                ])
+                bar.update(len(batch))
+            new_ids = {c.point_id for c in chunks}
+            stale = sorted(old_ids - new_ids)
+            store.delete(collection, stale)
+            if old_ids:
+                summary.files_replaced += 1
+                summary.chunks_replaced += len(new_ids & old_ids)
+                summary.chunks_added += len(new_ids - old_ids)
+                summary.chunks_deleted += len(stale)
+            else:
+                summary.files_added += 1
+                summary.chunks_added += len(chunks)
+    finally:
+        bar.close()
+
+    # Files that are gone (or became stubs) lose their chunks.
+    for source, points in existing.items():
+        if source not in prepared:
+            store.delete(collection, [p["_id"] for p in points])
+            summary.files_deleted += 1
+            summary.chunks_deleted += len(points)
+
+    summary.chunks_total = store.count(collection)
+    summary.seconds = (datetime.now(timezone.utc) - started).total_seconds()
+    return summary
+
+
+def ingest_from_settings(
+    docs_dir: Path | None = None,
+    *,
+    collection: str | None = None,
+    base_url: str | None = None,
+    recreate: bool = False,
+    progress: bool = True,
+    settings: Settings | None = None,
+) -> IngestSummary:
+    """:func:`ingest` with the configured store and embedder (what the CLI calls)."""
+    settings = settings or load_settings()
+    embedder = make_embedder(settings)
+    with VectorStore.open(settings) as store:
+        return ingest(store, embedder, collection or settings.collection_name, docs_dir or SAMPLE_BOOK,
+                      base_url=base_url or DEFAULT_BASE_URL, recreate=recreate, progress=progress)

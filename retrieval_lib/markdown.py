@@ -1,0 +1,605 @@
+"""Reading Docusaurus documents: front matter, title, route and a clean body.
+
+The book is a Docusaurus site, so every file under ``docs/`` becomes a page
+whose URL follows the docs plugin's rules (number prefixes dropped, ``id`` and
+``slug`` front matter honoured, ``index.md`` standing for its folder). The
+retrieval workbook cites those URLs, so :func:`docusaurus_route` mirrors the
+plugin rather than inventing its own scheme.
+
+MDX files also carry noise that means nothing to a reader or an embedding
+model: ``import`` lines, JSX wrappers such as ``<Tabs>`` and comments.
+:func:`strip_mdx` drops that noise but never touches fenced code.
+"""
+
+from __future__ import annotations
+
+import codecs
+import os
+import posixpath
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from retrieval_lib.errors import DocumentError
+
+__all__ = [
+    "MarkdownDoc",
+    "read_document",
+    "docusaurus_route",
+    "strip_mdx",
+    "is_stub",
+    "discover_documents",
+]
+
+
+@dataclass(frozen=True)
+class MarkdownDoc:
+    """One parsed Docusaurus document.
+
+    Attributes:
+        source_file: Path relative to the docs root, POSIX separators.
+        front_matter: Parsed YAML front matter (``{}`` if none).
+        title: Front matter ``title``, else the first H1, else the file stem
+            without its number prefix.
+        route: The Docusaurus URL path of the page, e.g. ``/docs/intro``.
+        body: Markdown without front matter and without MDX noise.
+    """
+
+    source_file: str
+    # A dict is unhashable; leaving it out of the hash keeps the frozen
+    # dataclass hashable while equality still compares it.
+    front_matter: dict[str, Any] = field(hash=False)
+    title: str
+    route: str
+    body: str
+
+
+# --- front matter -----------------------------------------------------------
+
+# Front matter counts only at the very start of the file, as Docusaurus reads it.
+_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<yaml>.*?)^---[ \t]*(?:\n|\Z)", re.DOTALL | re.MULTILINE)
+
+
+def _split_front_matter(text: str, rel: str) -> tuple[dict[str, Any], str]:
+    """Return (front matter, rest of the text); raise DocumentError on bad YAML."""
+    match = _FRONT_MATTER.match(text)
+    if match is None:
+        return {}, text
+    try:
+        data = yaml.safe_load(match["yaml"])
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        problem = getattr(exc, "problem", None) or str(exc)
+        # +2: marks are 0-based and the opening "---" is line 1 of the file.
+        where = f" at line {mark.line + 2}" if mark is not None else ""
+        raise DocumentError(
+            f"{rel}: invalid YAML front matter{where}: {problem}; fix the block between the '---' lines",
+            path=rel,
+        ) from exc
+    if data is None:
+        data = {}
+    if not isinstance(data, dict):
+        raise DocumentError(
+            f"{rel}: front matter must be a mapping of keys to values, got {type(data).__name__}",
+            path=rel,
+        )
+    return data, text[match.end():]
+
+
+# --- fences -----------------------------------------------------------------
+
+# Any indentation is accepted so fences nested in list items are protected too.
+_FENCE_OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
+
+
+def _fence_opening(line: str) -> str | None:
+    """The fence string if ``line`` opens a fenced code block, else None."""
+    match = _FENCE_OPEN.match(line)
+    if match is None:
+        return None
+    fence = match["fence"]
+    # CommonMark: a backtick fence's info string may not contain backticks
+    # (otherwise it is inline code such as ```x```).
+    if fence[0] == "`" and "`" in match["info"]:
+        return None
+    return fence
+
+
+def _closes_fence(line: str, fence: str) -> bool:
+    """Whether ``line`` closes a block opened with ``fence``."""
+    stripped = line.strip()
+    return len(stripped) >= len(fence) and set(stripped) == {fence[0]}
+
+
+# --- MDX noise --------------------------------------------------------------
+
+_IMPORT_LINE = re.compile(r"""^import\s+(?:(?:type\s+)?[\w$*{}\s,]+?\s+from\s+)?(['"])[^'"\n]+\1\s*;?\s*$""")
+_IMPORT_MULTILINE_START = re.compile(r"^import\s+(?:type\s+)?(?:[\w$]+\s*,\s*)?\{[^}]*$")
+_IMPORT_MULTILINE_END = re.compile(r"""^[^'"]*\}\s*from\s+(['"])[^'"\n]+\1\s*;?\s*$""")
+_EXPORT_START = re.compile(r"^export\s+(?:default\b|const\b|let\b|var\b|function\b|async\s+function\b|class\b|\{|\*)")
+
+# One JSX/HTML tag. The name must be followed by space, "/" or ">" so that
+# autolinks such as <https://example.com> are not mistaken for tags.
+_ATTRS = r"""(?:"[^"]*"|'[^']*'|\{(?:[^{}]|\{[^{}]*\})*\}|[^<>"'{}])*?"""
+_TAG = rf"(?:</?[A-Za-z][\w.-]*(?=[\s/>]){_ATTRS}/?>|</?>)"
+_TAG_ONLY_LINES = re.compile(rf"[ \t]*(?:{_TAG}\s*)+")
+_TAG_UNCLOSED_START = re.compile(r"^[ \t]*<[A-Za-z][\w.-]*(?:\s[^<>]*)?$")
+_MAX_TAG_LINES = 20
+
+# Inline code spans are matched first so comments shown as code survive.
+_COMMENT_TOKENS = re.compile(
+    r"(?P<code>(`+)(?:.+?)(?<!`)\2(?!`))"
+    r"|(?P<comment><!--.*?-->|\{/\*.*?\*/\})"
+    r"|(?P<open><!--|\{/\*)",
+    re.DOTALL,
+)
+
+
+def _strip_comments_in(text: str) -> tuple[str, bool]:
+    """Remove complete comments from ``text``; report an unclosed opener."""
+    pieces: list[str] = []
+    last = 0
+    unclosed = False
+    for match in _COMMENT_TOKENS.finditer(text):
+        if match["comment"] is not None:
+            pieces.append(text[last:match.start()])
+            last = match.end()
+        elif match["open"] is not None:
+            unclosed = True
+            break
+    pieces.append(text[last:])
+    return "".join(pieces), unclosed
+
+
+def _comment_replacement(lines: list[str], start: int) -> tuple[int, list[str]] | None:
+    """Lines consumed and their replacement if comments start on ``lines[start]``."""
+    line = lines[start]
+    if "<!--" not in line and "{/*" not in line:
+        return None
+    # A comment opening a line is a block comment and may span blank lines
+    # (CommonMark HTML block); an inline one ends with its paragraph.
+    block_level = line.lstrip().startswith(("<!--", "{/*"))
+    end = start
+    buffer = line
+    while True:
+        cleaned, unclosed = _strip_comments_in(buffer)
+        if not unclosed:
+            break
+        if end + 1 >= len(lines):
+            return None  # never closed: leave the text as it is rather than lose it
+        if not block_level and not lines[end + 1].strip():
+            return None
+        end += 1
+        buffer += "\n" + lines[end]
+    if cleaned == buffer:
+        return None
+    return end - start + 1, cleaned.split("\n")
+
+
+def _remove_comments(lines: list[str]) -> list[str | None]:
+    """Pass 1: drop comments outside fences; None marks a line that became empty."""
+    out: list[str | None] = []
+    fence: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if fence is not None:
+            out.append(line)
+            if _closes_fence(line, fence):
+                fence = None
+            i += 1
+            continue
+        opened = _fence_opening(line)
+        if opened is not None:
+            fence = opened
+            out.append(line)
+            i += 1
+            continue
+        replaced = _comment_replacement(lines, i)
+        if replaced is None:
+            out.append(line)
+            i += 1
+            continue
+        consumed, new_lines = replaced
+        out.extend(new if new.strip() else None for new in new_lines)
+        i += consumed
+    return out
+
+
+def _bracket_depth(text: str) -> int:
+    """Net count of opening brackets, ignoring quoted strings (roughly)."""
+    unquoted = re.sub(r"""(["'`])(?:\\.|(?!\1).)*\1""", "", text)
+    return sum(unquoted.count(c) for c in "([{") - sum(unquoted.count(c) for c in ")]}")
+
+
+def _esm_length(lines: list[str | None], start: int) -> int:
+    """How many lines an ESM statement starting at ``start`` spans (0 if none)."""
+    line = lines[start]
+    if line is None:
+        return 0
+    if _IMPORT_LINE.match(line):
+        return 1
+    if _IMPORT_MULTILINE_START.match(line):
+        for end in range(start + 1, len(lines)):
+            candidate = lines[end]
+            if candidate is None or not candidate.strip():
+                return 0
+            if _IMPORT_MULTILINE_END.match(candidate):
+                return end - start + 1
+        return 0
+    if _EXPORT_START.match(line):
+        # MDX ends an ESM block at a blank line; brackets tell us where a
+        # multi-line export stops earlier.
+        depth = 0
+        end = start
+        while end < len(lines):
+            candidate = lines[end]
+            if candidate is None or not candidate.strip():
+                break
+            depth += _bracket_depth(candidate)
+            end += 1
+            if depth <= 0:
+                break
+        return end - start
+    return 0
+
+
+def _jsx_length(lines: list[str | None], start: int) -> int:
+    """How many lines a run of stand-alone JSX tags at ``start`` spans (0 if none)."""
+    line = lines[start]
+    if line is None or "<" not in line:
+        return 0
+    if _TAG_ONLY_LINES.fullmatch(line):
+        return 1
+    if not _TAG_UNCLOSED_START.match(line):
+        return 0
+    # A tag whose attributes continue on the following lines.
+    for end in range(start + 1, min(len(lines), start + _MAX_TAG_LINES)):
+        candidate = lines[end]
+        if candidate is None or not candidate.strip():
+            return 0
+        if _TAG_ONLY_LINES.fullmatch("\n".join(l for l in lines[start:end + 1] if l is not None)):
+            return end - start + 1
+    return 0
+
+
+def _remove_esm_and_jsx(lines: list[str | None]) -> list[str | None]:
+    """Pass 2: drop ESM statements and tag-only lines outside fences."""
+    out: list[str | None] = []
+    fence: str | None = None
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line is None:
+            out.append(None)
+            i += 1
+            continue
+        if fence is not None:
+            out.append(line)
+            if _closes_fence(line, fence):
+                fence = None
+            i += 1
+            continue
+        opened = _fence_opening(line)
+        if opened is not None:
+            fence = opened
+            out.append(line)
+            i += 1
+            continue
+        consumed = _esm_length(lines, i) or _jsx_length(lines, i)
+        if consumed:
+            out.extend([None] * consumed)
+            i += consumed
+        else:
+            out.append(line)
+            i += 1
+    return out
+
+
+def _collapse_removed(lines: list[str | None]) -> list[str]:
+    """Pass 3: replace each blank run that held removed lines by one blank line.
+
+    Removed lines never occur inside a fence, so code is untouched. Runs at
+    the start or end of the text vanish entirely.
+    """
+    out: list[str] = []
+    i = 0
+    while i < len(lines):
+        line = lines[i]
+        if line is not None and line.strip():
+            out.append(line)
+            i += 1
+            continue
+        end = i
+        while end < len(lines) and (lines[end] is None or not lines[end].strip()):
+            end += 1
+        run = lines[i:end]
+        if None not in run:
+            out.extend(l for l in run if l is not None)
+        elif out and end < len(lines):
+            # The removed tags/comments separated blocks; keep them separated.
+            out.append("")
+        i = end
+    return out
+
+
+def strip_mdx(text: str) -> str:
+    """Drop MDX-only noise from markdown while leaving fenced code untouched.
+
+    Removes top-level ``import``/``export`` statements, JSX or HTML tags that
+    stand alone on their line(s) (the text between them stays), and
+    ``<!-- -->`` / ``{/* */}`` comments. Inline tags inside prose stay.
+
+    Args:
+        text: Markdown or MDX source without front matter, LF line endings.
+
+    Returns:
+        The cleaned markdown. Lines inside ``` or ~~~ fences are unchanged.
+    """
+    lines = text.split("\n")
+    cleaned = _remove_esm_and_jsx(_remove_comments(lines))
+    return "\n".join(_collapse_removed(cleaned))
+
+
+# --- routes -----------------------------------------------------------------
+
+_NUMBER_PREFIX = re.compile(r"^\d+[-_.]\s*")
+_INDEX_NAMES = ("index", "readme")
+
+
+def _strip_number_prefix(name: str) -> str:
+    """``01-intro`` -> ``intro``; a name that is only a prefix stays as it is."""
+    stripped = _NUMBER_PREFIX.sub("", name, count=1)
+    return stripped or name
+
+
+def _front_matter_text(front_matter: dict[str, Any], key: str) -> str | None:
+    """A front matter value as text (numbers allowed), None when absent or empty."""
+    value = front_matter.get(key)
+    if value is None:
+        return None
+    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
+        raise ValueError(f"front matter '{key}' must be text, got {type(value).__name__}")
+    text = str(value).strip()
+    return text or None
+
+
+def _join_route(route_base: str, path: str) -> str:
+    """Join with single slashes, no trailing slash, "/" when nothing is left."""
+    segments = [s for s in f"{route_base}/{path}".split("/") if s]
+    return "/" + "/".join(segments)
+
+
+def docusaurus_route(source_file: str, front_matter: dict[str, Any], route_base: str = "/docs") -> str:
+    """Compute the URL path the Docusaurus docs plugin gives a document.
+
+    Number prefixes (``01-``, ``1_``, ``02.``) are dropped from every folder
+    and file name that has something after them; the extension is dropped.
+    The doc id is front matter ``id`` or the stripped file name. ``index``,
+    ``README`` or a file named like its folder (compared as written,
+    case-insensitively, as Docusaurus does) stands for the folder. An
+    absolute ``slug`` replaces the whole path, a relative one only the last
+    segment.
+
+    Args:
+        source_file: Path relative to the docs root, POSIX separators.
+        front_matter: The document's front matter (``id`` and ``slug`` matter).
+        route_base: The docs plugin's ``routeBasePath`` as a URL path.
+
+    Returns:
+        The route, e.g. ``/docs/module-01-ros2/what-is-ros2``; never empty,
+        no trailing slash.
+
+    Raises:
+        ValueError: ``source_file`` is empty, absolute or leaves the docs
+            root, or ``id``/``slug`` is not text.
+    """
+    parts = [p for p in source_file.split("/") if p not in ("", ".")]
+    if not parts or source_file.startswith("/") or ".." in parts:
+        raise ValueError(f"source_file must be a relative path inside the docs root, got {source_file!r}")
+    *directories, file_name = parts
+    stem = posixpath.splitext(file_name)[0]
+    dir_path = "/".join(_strip_number_prefix(d) for d in directories)
+
+    slug = _front_matter_text(front_matter, "slug")
+    doc_id = _front_matter_text(front_matter, "id")
+    if slug is not None and slug.startswith("/"):
+        path = slug
+    elif slug is not None:
+        # Resolved like a relative URL against the folder, so "../x" works too.
+        path = posixpath.normpath(f"/{dir_path}/{slug}")
+    elif stem.lower() in _INDEX_NAMES or (directories and stem.lower() == directories[-1].lower()):
+        path = dir_path
+    else:
+        path = f"{dir_path}/{doc_id if doc_id is not None else _strip_number_prefix(stem)}"
+    return _join_route(route_base, path)
+
+
+# --- reading ----------------------------------------------------------------
+
+_H1 = re.compile(r"^ {0,3}#[ \t]+(?P<text>.+?)[ \t]*$")
+_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
+_HEADING_ID = re.compile(r"[ \t]*\{#[^}]*\}$")
+
+
+def _first_h1(body: str) -> str | None:
+    """Text of the first ``# Heading`` outside fenced code, or None."""
+    fence: str | None = None
+    for line in body.split("\n"):
+        if fence is not None:
+            if _closes_fence(line, fence):
+                fence = None
+            continue
+        opened = _fence_opening(line)
+        if opened is not None:
+            fence = opened
+            continue
+        match = _H1.match(line)
+        if match:
+            text = _HEADING_ID.sub("", _CLOSING_HASHES.sub("", match["text"])).strip()
+            if text:
+                return text
+    return None
+
+
+def _relative_posix(path: Path, docs_root: Path) -> str:
+    """``path`` relative to ``docs_root`` with POSIX separators."""
+    try:
+        return Path(path).relative_to(docs_root).as_posix()
+    except ValueError:
+        pass
+    try:
+        # Symlinks or a relative/absolute mix: compare the resolved paths.
+        return Path(path).resolve().relative_to(Path(docs_root).resolve()).as_posix()
+    except ValueError:
+        raise ValueError(f"{path} is not inside the docs root {docs_root}") from None
+
+
+def _decode(raw: bytes, rel: str) -> str:
+    """Strict UTF-8 decoding with an optional BOM."""
+    offset = 0
+    if raw.startswith(codecs.BOM_UTF8):
+        raw = raw[len(codecs.BOM_UTF8):]
+        offset = len(codecs.BOM_UTF8)
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise DocumentError(
+            f"{rel}: not valid UTF-8 (byte {exc.start + offset}); re-save the file as UTF-8",
+            path=rel,
+        ) from exc
+
+
+def _tidy_body(text: str) -> str:
+    """Drop leading blank lines and trailing whitespace."""
+    return re.sub(r"\A(?:[ \t]*\n)+", "", text).rstrip()
+
+
+def read_document(path: Path, docs_root: Path, route_base: str = "/docs") -> MarkdownDoc:
+    """Read one Docusaurus ``.md``/``.mdx`` file.
+
+    Args:
+        path: The file to read.
+        docs_root: The Docusaurus ``docs`` folder that ``path`` lies in.
+        route_base: The docs plugin's ``routeBasePath`` as a URL path.
+
+    Returns:
+        The parsed document: front matter, title, route and cleaned body.
+
+    Raises:
+        DocumentError: The file cannot be read, is not UTF-8, or has front
+            matter that is not valid YAML or not a mapping, or whose
+            ``id``/``slug`` is not text. ``path`` names the file.
+        ValueError: ``path`` is not inside ``docs_root``.
+    """
+    rel = _relative_posix(Path(path), Path(docs_root))
+    try:
+        raw = Path(path).read_bytes()
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        raise DocumentError(f"{rel}: cannot be read ({reason}); check the path and its permissions", path=rel) from exc
+    text = _decode(raw, rel).replace("\r\n", "\n").replace("\r", "\n")
+    front_matter, content = _split_front_matter(text, rel)
+    body = _tidy_body(strip_mdx(content))
+
+    fm_title = front_matter.get("title")
+    if fm_title is not None and str(fm_title).strip():
+        title = str(fm_title).strip()
+    else:
+        title = _first_h1(body) or _strip_number_prefix(posixpath.splitext(posixpath.basename(rel))[0])
+
+    try:
+        route = docusaurus_route(rel, front_matter, route_base)
+    except ValueError as exc:
+        raise DocumentError(f"{rel}: {exc}", path=rel) from exc
+    return MarkdownDoc(source_file=rel, front_matter=front_matter, title=title, route=route, body=body)
+
+
+# --- stubs ------------------------------------------------------------------
+
+_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
+_ADMONITION_FENCE_LINE = re.compile(r"^[ \t]*:{3,}.*$", re.MULTILINE)
+_PLACEHOLDER = re.compile(
+    r"\b(?:coming\s+soon|todo|tbd|to\s+be\s+(?:determined|written|added)|work\s+in\s+progress|wip"
+    r"|under\s+construction|placeholder|content\s+coming)\b",
+    re.IGNORECASE,
+)
+# A placeholder page may say a little more ("This chapter is coming soon,
+# check back later") and still be a placeholder.
+_PLACEHOLDER_EXTRA_WORDS = 12
+
+
+def is_stub(doc: MarkdownDoc, min_words: int = 40) -> bool:
+    """Tell whether a document has no real content yet.
+
+    Headings and admonition fence lines (``:::note`` / ``:::``) are ignored.
+
+    Args:
+        doc: The document to judge.
+        min_words: Fewer words than this makes a stub.
+
+    Returns:
+        True for an empty or short body, or one that is essentially a
+        placeholder ("Coming soon", "TODO", "TBD", "Work in progress",
+        "Under construction", ...; case-insensitive).
+
+    Raises:
+        ValueError: ``min_words`` is negative.
+    """
+    if min_words < 0:
+        raise ValueError(f"min_words must be >= 0, got {min_words}")
+    text = _ADMONITION_FENCE_LINE.sub("", _HEADING_LINE.sub("", doc.body))
+    words = _WORD.findall(text)
+    if not words or len(words) < min_words:
+        return True
+    if _PLACEHOLDER.search(text):
+        remaining = _WORD.findall(_PLACEHOLDER.sub(" ", text))
+        return len(remaining) < _PLACEHOLDER_EXTRA_WORDS
+    return False
+
+
+# --- discovery --------------------------------------------------------------
+
+_DOC_SUFFIXES = (".md", ".mdx")
+
+
+def _is_skipped(name: str) -> bool:
+    """Partials (``_x.md``), hidden entries and node_modules are not pages."""
+    return name.startswith(("_", ".")) or name == "node_modules"
+
+
+def discover_documents(docs_root: Path) -> list[Path]:
+    """Find the Docusaurus pages under a docs folder.
+
+    Args:
+        docs_root: The Docusaurus ``docs`` folder.
+
+    Returns:
+        Paths (``docs_root / relative``) of every ``*.md`` and ``*.mdx`` file,
+        recursively, sorted by relative POSIX path. Files or folders whose
+        name starts with ``_`` or ``.`` and ``node_modules`` are skipped.
+
+    Raises:
+        DocumentError: ``docs_root`` is not a directory.
+    """
+    root = Path(docs_root)
+    if not root.is_dir():
+        raise DocumentError(
+            f"{root}: docs root is not a directory; point it at the Docusaurus docs folder",
+            path=str(root),
+        )
+    found: list[tuple[str, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        # Pruning in place stops os.walk from descending into skipped folders.
+        dirnames[:] = [d for d in dirnames if not _is_skipped(d)]
+        for name in filenames:
+            if _is_skipped(name) or not name.endswith(_DOC_SUFFIXES):
+                continue
+            full = Path(dirpath) / name
+            found.append((full.relative_to(root).as_posix(), full))
+    found.sort(key=lambda item: item[0])
+    return [full for _, full in found]

@@ -1,0 +1,141 @@
+"""Result types: what a search returns and what a collection reports.
+
+Field names follow the specifications (seed 000 FR-007 for chunk metadata,
+seed 004 for ``CollectionStats``). All are pydantic models, so
+``model_dump(mode="json")`` gives JSON-ready dicts for the CLI and reports.
+"""
+
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from pydantic import BaseModel, ConfigDict, Field
+
+__all__ = ["PAYLOAD_FIELDS", "SearchResult", "SearchResponse", "CollectionStats", "UnreportedField"]
+
+#: Payload fields every chunk carries (seed 000 FR-007, seed 001, seed 004).
+PAYLOAD_FIELDS: tuple[str, ...] = (
+    "chunk_id",
+    "source_file",
+    "source_url",
+    "title",
+    "section_title",
+    "content",
+    "content_hash",
+    "chunk_sequence",
+    "total_chunks",
+    "processing_timestamp",
+    "token_count",
+    "model_version",
+)
+
+
+class SearchResult(BaseModel):
+    """One retrieved chunk: its full payload plus its similarity to the query.
+
+    ``similarity_score`` is the cosine similarity clipped to [0, 1] (seed 000
+    SC-008); ``raw_score`` is Qdrant's score as returned (cosine can be
+    negative for unrelated text). Ranking uses ``raw_score``.
+    A payload field the point does not carry is ``None`` and listed in
+    ``missing_fields``.
+    """
+
+    model_config = ConfigDict(frozen=True)
+
+    point_id: str
+    chunk_id: str | None = None
+    source_file: str | None = None
+    source_url: str | None = None
+    title: str | None = None
+    section_title: str | None = None
+    content: str | None = None
+    content_hash: str | None = None
+    chunk_sequence: int | None = None
+    total_chunks: int | None = None
+    processing_timestamp: str | None = None
+    token_count: int | None = None
+    model_version: str | None = None
+    similarity_score: float = Field(ge=0.0, le=1.0)
+    raw_score: float
+    missing_fields: list[str] = Field(default_factory=list)
+
+    @classmethod
+    def from_point(cls, point_id: Any, score: float, payload: dict[str, Any] | None) -> "SearchResult":
+        """Build a result from a Qdrant point id, score and payload."""
+        payload = payload or {}
+        values = {name: payload.get(name) for name in PAYLOAD_FIELDS}
+        missing = [name for name in PAYLOAD_FIELDS if payload.get(name) in (None, "")]
+        for name in ("chunk_sequence", "total_chunks", "token_count"):
+            if values[name] is not None and not isinstance(values[name], int):
+                try:
+                    values[name] = int(values[name])
+                except (TypeError, ValueError):
+                    values[name] = None
+                    missing.append(name)
+        for name in ("chunk_id", "source_file", "source_url", "title", "section_title", "content",
+                     "content_hash", "processing_timestamp", "model_version"):
+            if values[name] is not None and not isinstance(values[name], str):
+                values[name] = str(values[name])
+        return cls(
+            point_id=str(point_id),
+            similarity_score=min(1.0, max(0.0, float(score))),
+            raw_score=float(score),
+            missing_fields=sorted(set(missing)),
+            **values,
+        )
+
+
+class SearchResponse(BaseModel):
+    """The answer to one query (seed 000 RetrievalResponse, seed 004 SearchResponse)."""
+
+    query_text: str
+    results: list[SearchResult]
+    total_results: int
+    top_k: int
+    similarity_threshold: float
+    filters: dict[str, str] = Field(default_factory=dict)
+    collection: str
+    model: str
+    embed_ms: float
+    search_ms: float
+    execution_time_ms: float
+    timestamp: datetime
+    warnings: list[str] = Field(default_factory=list)
+
+    @property
+    def is_empty(self) -> bool:
+        """True when no chunk passed the threshold and filters (a result, not an error)."""
+        return not self.results
+
+    def ranking(self) -> list[tuple[str, float]]:
+        """(point_id, raw_score) in rank order: what consistency checks compare."""
+        return [(r.point_id, r.raw_score) for r in self.results]
+
+
+class UnreportedField(BaseModel):
+    """Why a statistic is ``None``."""
+
+    field: str
+    reason: str
+
+
+class CollectionStats(BaseModel):
+    """Statistics of one collection (seed 004 ``CollectionStats``).
+
+    A figure the backend cannot report is ``None``, and ``unreported`` says why.
+    """
+
+    collection: str
+    location: str
+    vector_count: int | None
+    points_count: int | None
+    dimensions: int | None
+    distance: str | None
+    index_status: str | None
+    segments_count: int | None
+    disk_data_size_bytes: int | None
+    ram_data_size_bytes: int | None
+    indexed_fields: list[str] = Field(default_factory=list)
+    unreported: list[UnreportedField] = Field(default_factory=list)
+    warnings: list[str] = Field(default_factory=list)

@@ -1,0 +1,184 @@
+"""What a notebook leaves behind: ``metrics.json``, gates, figures and tables.
+
+Every notebook makes one :class:`NotebookReport`, records figures, tables,
+metrics and gates through it, and calls :meth:`NotebookReport.save` at the
+end. The runner reads the saved ``metrics.json`` files to build the run's
+``summary.json`` and ``index.html``.
+
+``metrics.json`` layout::
+
+    {"notebook": "03_source_coverage", "title": "...", "status": "complete",
+     "passed": true, "gates": [{"name", "passed", "value", "threshold", "detail"}],
+     "metrics": {...}, "figures": ["figures/03_....png"], "tables": ["tables/03_....csv"],
+     "findings": ["..."]}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from .config import PROJECT_ROOT
+
+__all__ = ["Gate", "NotebookReport", "resolve_run_dir", "load_params_file"]
+
+
+def resolve_run_dir(run_dir: str | os.PathLike[str] | None) -> Path:
+    """The folder a notebook writes into.
+
+    An empty ``run_dir`` (the notebooks' default, used in JupyterLab and by
+    nbval) means ``outputs/interactive``; a relative one is taken from the
+    project root, never from the kernel's working folder.
+    """
+    if not run_dir:
+        path = PROJECT_ROOT / "outputs" / "interactive"
+    else:
+        path = Path(run_dir)
+        if not path.is_absolute():
+            path = PROJECT_ROOT / path
+    path.mkdir(parents=True, exist_ok=True)
+    return path
+
+
+def load_params_file(path: str | os.PathLike[str]) -> dict[str, Any]:
+    """Read a YAML file under the project (golden sets, query sets), relative paths from the project root."""
+    import yaml
+
+    p = Path(path)
+    if not p.is_absolute():
+        p = PROJECT_ROOT / p
+    with p.open(encoding="utf-8") as fh:
+        data = yaml.safe_load(fh) or {}
+    if not isinstance(data, dict):
+        from .errors import ValidationError
+
+        raise ValidationError(f"{p.name} must hold a YAML mapping at the top level", field=str(path))
+    return data
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else round(value, 6)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _jsonable(value.item())
+    return value
+
+
+@dataclass
+class Gate:
+    """One pass/fail check of a notebook, with the figure it was judged on."""
+
+    name: str
+    passed: bool
+    value: Any = None
+    threshold: Any = None
+    detail: str = ""
+
+    def __str__(self) -> str:
+        mark = "PASS" if self.passed else "FAIL"
+        return f"[{mark}] {self.name}: {self.detail}"
+
+
+class NotebookReport:
+    """Collects one notebook's results and writes them under the run folder.
+
+    Args:
+        notebook: short name, e.g. ``"03_source_coverage"`` (prefixes file names).
+        title: the question the notebook answers.
+        run_dir: the run folder (see :func:`resolve_run_dir`).
+    """
+
+    def __init__(self, notebook: str, title: str, run_dir: str | os.PathLike[str] | None = None) -> None:
+        self.notebook = notebook
+        self.title = title
+        self.run_dir = resolve_run_dir(run_dir)
+        self.gates: list[Gate] = []
+        self.metrics: dict[str, Any] = {}
+        self.figures: list[str] = []
+        self.tables: list[str] = []
+        self.findings: list[str] = []
+
+    def gate(self, name: str, passed: bool, *, value: Any = None, threshold: Any = None, detail: str = "") -> Gate:
+        """Record a pass/fail check; returns it (its ``str`` is a one-line verdict)."""
+        g = Gate(name=name, passed=bool(passed), value=_jsonable(value), threshold=_jsonable(threshold), detail=detail)
+        self.gates.append(g)
+        return g
+
+    def metric(self, name: str, value: Any) -> Any:
+        """Record a figure for the summary (rounded to 6 places in JSON)."""
+        self.metrics[name] = _jsonable(value)
+        return value
+
+    def finding(self, text: str) -> str:
+        """Record a sentence stating what the notebook found."""
+        self.findings.append(text)
+        return text
+
+    def figure(self, fig: Any, name: str, *, show: bool = True) -> Path:
+        """Save a matplotlib figure as PNG under ``figures/``, show it inline, and close it."""
+        import matplotlib.pyplot as plt
+
+        if show:
+            try:
+                from IPython import get_ipython
+                from IPython.display import display
+
+                if get_ipython() is not None:
+                    display(fig)
+            except ImportError:  # pragma: no cover - IPython ships with the notebook stack
+                pass
+        folder = self.run_dir / "figures"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{self.notebook}_{name}.png"
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        self.figures.append(str(path.relative_to(self.run_dir)))
+        return path
+
+    def table(self, frame: Any, name: str) -> Path:
+        """Save a pandas DataFrame as CSV under ``tables/``."""
+        folder = self.run_dir / "tables"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{self.notebook}_{name}.csv"
+        frame.to_csv(path, index=False)
+        self.tables.append(str(path.relative_to(self.run_dir)))
+        return path
+
+    @property
+    def passed(self) -> bool:
+        return all(g.passed for g in self.gates)
+
+    def save(self) -> Path:
+        """Write ``metrics/<notebook>.json``; returns its path."""
+        folder = self.run_dir / "metrics"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{self.notebook}.json"
+        data = {
+            "notebook": self.notebook,
+            "title": self.title,
+            "status": "complete",
+            "passed": self.passed,
+            "gates": [asdict(g) for g in self.gates],
+            "metrics": self.metrics,
+            "figures": self.figures,
+            "tables": self.tables,
+            "findings": self.findings,
+        }
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)  # atomic: a reader never sees half a file
+        return path
+
+    def summary(self) -> str:
+        """The gates and findings as lines of text: what the notebook's last cell prints."""
+        lines = [str(g) for g in self.gates] + [f"- {f}" for f in self.findings]
+        verdict = "ALL GATES PASSED" if self.passed else "SOME GATES FAILED"
+        return "\n".join(lines + [verdict if self.gates else "no gates"])

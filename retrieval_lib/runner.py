@@ -1,0 +1,370 @@
+"""The batch runner: every notebook through papermill into a new run folder.
+
+``outputs/<UTC timestamp>-<profile>/`` holds::
+
+    notebooks/   executed notebooks          html/     their nbconvert HTML renders
+    figures/     PNG figures                 tables/   CSV tables
+    metrics/     one metrics.json per notebook
+    summary.json the run: status, every gate, every notebook's outcome
+    index.html   what a person reads first
+
+``summary.json`` is written with ``"status": "incomplete"`` before the first
+notebook starts and rewritten as ``"complete"`` only at the end, so a run that
+is killed is marked as such. A folder is never reused: an earlier run is
+never overwritten.
+
+Exit codes: 0 all gates passed, 1 a gate failed, 2 a notebook raised an error
+(or the parameters are invalid).
+"""
+
+from __future__ import annotations
+
+import html
+import json
+import os
+import re
+import signal
+import time
+from dataclasses import asdict, dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Sequence
+
+from .config import PROJECT_ROOT
+from .errors import ConfigurationError, ValidationError
+
+__all__ = ["RunResult", "NotebookOutcome", "run_workbook", "list_notebooks", "load_profile"]
+
+NOTEBOOK_DIR = PROJECT_ROOT / "notebooks"
+DEFAULT_PARAMS = PROJECT_ROOT / "params" / "demo.yaml"
+KERNEL_NAME = "retrieval-lib"
+_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|credential)", re.I)
+
+
+@dataclass
+class NotebookOutcome:
+    """How one notebook went."""
+
+    notebook: str
+    status: str  # "passed", "failed" (a gate), "error" (an exception), "skipped"
+    seconds: float
+    title: str = ""
+    error: str | None = None
+    gates: list[dict[str, Any]] = field(default_factory=list)
+    metrics: dict[str, Any] = field(default_factory=dict)
+    findings: list[str] = field(default_factory=list)
+    figures: list[str] = field(default_factory=list)
+    tables: list[str] = field(default_factory=list)
+    html: str | None = None
+    executed: str | None = None
+
+
+@dataclass
+class RunResult:
+    """The outcome of :func:`run_workbook`."""
+
+    run_dir: Path
+    index_html: Path
+    exit_code: int
+    outcomes: list[NotebookOutcome]
+
+
+def list_notebooks(selection: str | Sequence[str] | None = None) -> list[Path]:
+    """The numbered notebooks, optionally filtered by number or name (``"01,03"``)."""
+    found = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+    if not selection:
+        return found
+    tokens = [t.strip() for t in (selection.split(",") if isinstance(selection, str) else selection) if t.strip()]
+    chosen = []
+    for token in tokens:
+        matches = [p for p in found if p.stem == token or p.stem.startswith(f"{token}_") or p.stem.split("_", 1)[0] == token]
+        if not matches:
+            names = ", ".join(p.stem for p in found)
+            raise ValidationError(f"no notebook matches {token!r} (notebooks: {names})", field="notebooks")
+        chosen.extend(m for m in matches if m not in chosen)
+    return sorted(chosen)
+
+
+def load_profile(params_file: str | os.PathLike[str] | None) -> tuple[dict[str, Any], Path]:
+    """Read a parameter file and refuse anything that looks like a secret.
+
+    Papermill writes parameters into the executed notebook, so a key must never
+    travel as one: secrets come from the environment or ``.env`` only.
+    """
+    import yaml
+
+    path = Path(params_file) if params_file else DEFAULT_PARAMS
+    if not path.is_absolute() and not path.exists():
+        path = PROJECT_ROOT / path
+    if not path.is_file():
+        raise ConfigurationError(f"parameter file {path} does not exist", variable="--params")
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise ValidationError(f"{path.name} is not valid YAML: {err}".splitlines()[0], field="params") from None
+    if not isinstance(data, dict):
+        raise ValidationError(f"{path.name} must hold a mapping of parameter names to values", field="params")
+    secrets = {os.environ.get(n) for n in ("COHERE_API_KEY", "QDRANT_API_KEY")} - {None, ""}
+    for key, value in _walk(data):
+        if _SECRET_KEY.search(key):
+            raise ValidationError(
+                f"{path.name} has a parameter {key!r} that looks like a secret; papermill would write it into the "
+                "executed notebook. Put secrets in the environment or .env instead",
+                field=key,
+            )
+        if isinstance(value, str) and value in secrets:
+            raise ValidationError(
+                f"{path.name} parameter {key!r} holds an API key; put secrets in the environment or .env instead",
+                field=key,
+            )
+    return data, path
+
+
+def _walk(data: Any, prefix: str = ""):
+    if isinstance(data, dict):
+        for k, v in data.items():
+            yield str(k), v
+            yield from _walk(v, f"{prefix}{k}.")
+    elif isinstance(data, list):
+        for v in data:
+            yield from _walk(v, prefix)
+
+
+def _new_run_dir(parent: Path, profile: str) -> Path:
+    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", profile).strip("-") or "run"
+    parent.mkdir(parents=True, exist_ok=True)
+    for n in range(1, 1000):
+        candidate = parent / (f"{stamp}-{slug}" if n == 1 else f"{stamp}-{slug}-{n}")
+        try:
+            candidate.mkdir()
+            return candidate
+        except FileExistsError:
+            continue
+    raise ConfigurationError(f"cannot create a new run folder under {parent}", variable="--out")
+
+
+def _kernel_name() -> str:
+    from jupyter_client.kernelspec import KernelSpecManager
+
+    return KERNEL_NAME if KERNEL_NAME in KernelSpecManager().find_kernel_specs() else "python3"
+
+
+def _render_html(executed: Path, target: Path) -> None:
+    import nbformat
+    from nbconvert import HTMLExporter
+
+    nb = nbformat.read(executed, as_version=4)
+    body, _ = HTMLExporter().from_notebook_node(nb)
+    target.write_text(body, encoding="utf-8")
+
+
+def _write_json(path: Path, data: dict[str, Any]) -> None:
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
+    tmp.replace(path)
+
+
+class _Terminated(Exception):
+    pass
+
+
+def run_workbook(
+    params_file: str | os.PathLike[str] | None = None,
+    notebooks: str | Sequence[str] | None = None,
+    out_dir: str | os.PathLike[str] | None = None,
+    *,
+    progress: bool = True,
+    timeout_per_cell: int = 900,
+) -> RunResult:
+    """Execute the notebooks with papermill into a new run folder.
+
+    Args:
+        params_file: YAML parameter profile (default ``params/demo.yaml``).
+        notebooks: numbers or names to run (default: all).
+        out_dir: parent of the run folder (default ``outputs/``).
+        progress: show a progress bar over notebooks.
+        timeout_per_cell: seconds one cell may run before it is an error.
+
+    Returns:
+        RunResult with the run folder, its index.html and the exit code.
+    """
+    import papermill as pm
+    from tqdm.auto import tqdm
+
+    params, params_path = load_profile(params_file)
+    selected = list_notebooks(notebooks)
+    if not selected:
+        raise ConfigurationError(f"no notebooks found in {NOTEBOOK_DIR}", variable="--notebooks")
+    profile = str(params.get("profile") or params_path.stem)
+    parent = Path(out_dir) if out_dir else PROJECT_ROOT / "outputs"
+    if not parent.is_absolute():
+        parent = Path.cwd() / parent
+    run_dir = _new_run_dir(parent, profile)
+    for sub in ("notebooks", "html", "figures", "tables", "metrics"):
+        (run_dir / sub).mkdir()
+    started = datetime.now(timezone.utc)
+    summary: dict[str, Any] = {
+        "status": "incomplete", "profile": profile, "params_file": str(params_path),
+        "started": started.isoformat(timespec="seconds"), "finished": None,
+        "notebooks": [nb.stem for nb in selected], "outcomes": [], "gates": [], "passed": None,
+    }
+    _write_json(run_dir / "summary.json", summary)
+
+    kernel = _kernel_name()
+    outcomes: list[NotebookOutcome] = []
+    previous = signal.getsignal(signal.SIGTERM)
+
+    def _on_term(signum, frame):  # a polite kill ends the run like Ctrl-C
+        raise _Terminated()
+
+    try:
+        signal.signal(signal.SIGTERM, _on_term)
+    except ValueError:  # not the main thread
+        previous = None
+    bar = tqdm(selected, desc="notebooks", unit="nb", disable=not progress)
+    try:
+        for nb in bar:
+            bar.set_postfix_str(nb.stem)
+            outcomes.append(_run_one(pm, nb, params, run_dir, kernel, timeout_per_cell))
+            summary["outcomes"] = [asdict(o) for o in outcomes]
+            _write_json(run_dir / "summary.json", summary)
+        summary["status"] = "complete"
+    except (KeyboardInterrupt, _Terminated):
+        summary["status"] = "interrupted"
+    finally:
+        bar.close()
+        if previous is not None:
+            signal.signal(signal.SIGTERM, previous)
+        summary["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        summary["outcomes"] = [asdict(o) for o in outcomes]
+        summary["gates"] = [{"notebook": o.notebook, **g} for o in outcomes for g in o.gates]
+        errored = any(o.status == "error" for o in outcomes)
+        failed = any(o.status == "failed" for o in outcomes)
+        summary["passed"] = summary["status"] == "complete" and not errored and not failed
+        _write_json(run_dir / "summary.json", summary)
+        (run_dir / "index.html").write_text(render_index(summary), encoding="utf-8")
+    exit_code = 2 if (errored or summary["status"] != "complete") else 1 if failed else 0
+    return RunResult(run_dir=run_dir, index_html=run_dir / "index.html", exit_code=exit_code, outcomes=outcomes)
+
+
+def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, timeout: int) -> NotebookOutcome:
+    declared = set(pm.inspect_notebook(str(nb)))
+    nb_params = {k: v for k, v in params.items() if k in declared}
+    if "run_dir" in declared:
+        nb_params["run_dir"] = str(run_dir)
+    executed = run_dir / "notebooks" / nb.name
+    t0 = time.perf_counter()
+    error = None
+    try:
+        pm.execute_notebook(
+            str(nb), str(executed), parameters=nb_params, kernel_name=kernel, cwd=str(PROJECT_ROOT),
+            progress_bar=False, log_output=False, execution_timeout=timeout,
+        )
+    except pm.PapermillExecutionError as err:
+        error = f"cell {err.exec_count}: {err.ename}: {err.evalue}".splitlines()[0][:500]
+    except Exception as err:  # noqa: BLE001 - a kernel that dies is an error of this notebook, not of the run
+        error = f"{type(err).__name__}: {err}".splitlines()[0][:500]
+    seconds = time.perf_counter() - t0
+    outcome = NotebookOutcome(notebook=nb.stem, status="error" if error else "passed", seconds=round(seconds, 1),
+                              error=error)
+    if executed.exists():
+        outcome.executed = str(executed.relative_to(run_dir))
+        target = run_dir / "html" / f"{nb.stem}.html"
+        try:
+            _render_html(executed, target)
+            outcome.html = str(target.relative_to(run_dir))
+        except Exception:  # noqa: BLE001 - a missing render must not hide the notebook's own result
+            outcome.html = None
+    metrics_file = run_dir / "metrics" / f"{nb.stem}.json"
+    if metrics_file.exists():
+        data = json.loads(metrics_file.read_text(encoding="utf-8"))
+        outcome.title = data.get("title", "")
+        outcome.gates = data.get("gates", [])
+        outcome.metrics = data.get("metrics", {})
+        outcome.findings = data.get("findings", [])
+        outcome.figures = data.get("figures", [])
+        outcome.tables = data.get("tables", [])
+        if not error and not data.get("passed", False):
+            outcome.status = "failed"
+    elif not error:
+        outcome.status = "error"
+        outcome.error = "the notebook finished without saving its metrics.json"
+    return outcome
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
+h1{margin-bottom:.2rem}.sub{color:#5b6478;margin-top:0}
+.verdict{display:inline-block;padding:.4rem .9rem;border-radius:6px;font-weight:600;color:#fff}
+.ok{background:#1f8a4c}.bad{background:#c0392b}.err{background:#8e44ad}.warn{background:#b9770e}
+table{border-collapse:collapse;width:100%;margin:.6rem 0 1.4rem;font-size:.92rem}
+th,td{border-bottom:1px solid #e3e6ec;padding:.35rem .5rem;text-align:left;vertical-align:top}
+th{background:#f4f6fa}.pass{color:#1f8a4c;font-weight:600}.fail{color:#c0392b;font-weight:600}
+section{border:1px solid #e3e6ec;border-radius:8px;padding:.8rem 1.1rem;margin:1rem 0}
+section h2{margin:.2rem 0 .4rem;font-size:1.15rem}.figs img{max-width:48%;margin:.3rem;border:1px solid #e3e6ec}
+code{background:#f4f6fa;padding:0 .25rem;border-radius:3px}
+"""
+
+
+def _fmt(value: Any) -> str:
+    if isinstance(value, float):
+        return f"{value:.3f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.3g}"
+    if isinstance(value, (list, tuple)):
+        return ", ".join(_fmt(v) for v in value[:8]) + (" …" if len(value) > 8 else "")
+    return "" if value is None else str(value)
+
+
+def render_index(summary: dict[str, Any]) -> str:
+    """The run's index.html: verdict, every gate, key figures, links to each report."""
+    e = html.escape
+    outcomes = summary.get("outcomes", [])
+    n_err = sum(o["status"] == "error" for o in outcomes)
+    n_fail = sum(o["status"] == "failed" for o in outcomes)
+    gates = summary.get("gates", [])
+    n_gate_fail = sum(not g["passed"] for g in gates)
+    if summary.get("status") != "complete":
+        verdict, cls = f"Run {summary.get('status')}: results are partial", "warn"
+    elif n_err:
+        verdict, cls = f"{n_err} notebook(s) raised an error", "err"
+    elif n_fail:
+        verdict, cls = f"{n_gate_fail} of {len(gates)} gates failed", "bad"
+    else:
+        verdict, cls = f"All {len(gates)} gates passed", "ok"
+    rows = []
+    for g in gates:
+        mark = '<span class="pass">PASS</span>' if g["passed"] else '<span class="fail">FAIL</span>'
+        rows.append(f"<tr><td>{e(g['notebook'])}</td><td>{e(g['name'])}</td><td>{mark}</td>"
+                    f"<td>{e(_fmt(g.get('value')))}</td><td>{e(_fmt(g.get('threshold')))}</td>"
+                    f"<td>{e(g.get('detail') or '')}</td></tr>")
+    sections = []
+    for o in outcomes:
+        status_cls = {"passed": "ok", "failed": "bad", "error": "err"}.get(o["status"], "warn")
+        links = []
+        if o.get("html"):
+            links.append(f'<a href="{e(o["html"])}">report (HTML)</a>')
+        if o.get("executed"):
+            links.append(f'<a href="{e(o["executed"])}">executed notebook</a>')
+        links += [f'<a href="{e(t)}">{e(Path(t).name)}</a>' for t in o.get("tables", [])]
+        metrics = "".join(f"<tr><td>{e(k)}</td><td>{e(_fmt(v))}</td></tr>"
+                          for k, v in list(o.get("metrics", {}).items())[:14])
+        findings = "".join(f"<li>{e(f)}</li>" for f in o.get("findings", []))
+        figs = "".join(f'<a href="{e(f)}"><img src="{e(f)}" alt="{e(Path(f).stem)}"></a>' for f in o.get("figures", []))
+        error = f'<p class="fail">Error: {e(o["error"])}</p>' if o.get("error") else ""
+        sections.append(
+            f'<section><h2>{e(o["notebook"])} <span class="verdict {status_cls}" style="font-size:.75rem">'
+            f'{e(o["status"])}</span></h2><p class="sub">{e(o.get("title") or "")} · {o["seconds"]:.0f} s</p>'
+            f"{error}{'<ul>' + findings + '</ul>' if findings else ''}"
+            f"{'<table><tr><th>metric</th><th>value</th></tr>' + metrics + '</table>' if metrics else ''}"
+            f'<div class="figs">{figs}</div><p>{" · ".join(links)}</p></section>'
+        )
+    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
+<title>Retrieval validation · {e(summary.get('profile', ''))}</title><style>{_CSS}</style></head><body>
+<h1>Retrieval validation report</h1>
+<p class="sub">profile <code>{e(summary.get('profile', ''))}</code> · started {e(str(summary.get('started')))}
+ · finished {e(str(summary.get('finished')))} · status {e(str(summary.get('status')))}</p>
+<p><span class="verdict {cls}">{e(verdict)}</span></p>
+<h2>Gates</h2><table><tr><th>notebook</th><th>gate</th><th>result</th><th>value</th><th>threshold</th><th>detail</th></tr>
+{''.join(rows) or '<tr><td colspan="6">no gates recorded</td></tr>'}</table>
+<h2>Notebooks</h2>{''.join(sections)}
+<p class="sub"><a href="summary.json">summary.json</a></p></body></html>"""

@@ -1,0 +1,336 @@
+"""Validated semantic search: text in, ranked chunks with full metadata out.
+
+:class:`Retriever` ties one embedder to one collection in one store. It
+checks, once, that the embedder matches the collection (dimension, and the
+``model_version`` the chunks were embedded with), then answers queries:
+
+- :meth:`Retriever.search` for one query (seed 000 US1/US2, seed 004 rules),
+- :meth:`Retriever.search_many` for hundreds, embedding and querying in batches.
+
+Ranking is by Qdrant's score, highest first, ties broken by point id, so a
+repeated query returns the identical list (seed 000 SC-004).
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from datetime import datetime, timezone
+from numbers import Integral, Real
+from typing import Any, Iterable, Sequence
+from urllib.parse import urlsplit
+
+from .config import Settings, load_settings
+from .embedders import Embedder, make_embedder
+from .errors import ModelMismatchError, ValidationError, VectorStoreError
+from .models import CollectionStats, SearchResponse, SearchResult
+from .store import VectorStore
+
+__all__ = ["Retriever", "validate_query", "validate_params", "MAX_TOP_K"]
+
+MAX_TOP_K = 20
+# Extra candidates fetched so that a tie at the k-th place is broken by id, not by chance.
+_TIE_MARGIN = 5
+
+
+def validate_query(query: Any, max_chars: int) -> str:
+    """Return the query stripped of surrounding white space.
+
+    Raises:
+        ValidationError: not a string, empty or white space only, or longer
+            than ``max_chars`` characters.
+    """
+    if not isinstance(query, str):
+        raise ValidationError(f"query must be text, not {type(query).__name__}", field="query")
+    text = query.strip()
+    if not text:
+        raise ValidationError("query cannot be empty: type a question, e.g. \"What is ROS 2?\"", field="query")
+    if len(text) > max_chars:
+        raise ValidationError(
+            f"query is {len(text)} characters; the limit is {max_chars} (shorten it, or raise QUERY_MAX_CHARS)",
+            field="query",
+        )
+    return text
+
+
+def validate_params(top_k: Any, similarity_threshold: Any) -> tuple[int, float, list[str]]:
+    """Check ``top_k`` and ``similarity_threshold``; returns (top_k, threshold, warnings).
+
+    ``top_k`` above :data:`MAX_TOP_K` is capped with a warning (seed 003 FR-012).
+
+    Raises:
+        ValidationError: ``top_k`` not a whole number >= 1, or the threshold not
+            a number within [0, 1].
+    """
+    warnings: list[str] = []
+    if isinstance(top_k, bool) or not isinstance(top_k, Integral):
+        raise ValidationError(f"top_k must be a whole number from 1 to {MAX_TOP_K}, not {type(top_k).__name__}", field="top_k")
+    top_k = int(top_k)
+    if top_k < 1:
+        raise ValidationError(f"top_k must be at least 1 (got {top_k})", field="top_k")
+    if top_k > MAX_TOP_K:
+        warnings.append(f"top_k {top_k} capped at {MAX_TOP_K}")
+        top_k = MAX_TOP_K
+    if isinstance(similarity_threshold, bool) or not isinstance(similarity_threshold, Real):
+        raise ValidationError("similarity_threshold must be a number from 0 to 1", field="similarity_threshold")
+    threshold = float(similarity_threshold)
+    if math.isnan(threshold) or not 0.0 <= threshold <= 1.0:
+        raise ValidationError(f"similarity_threshold must be within [0, 1] (got {threshold})", field="similarity_threshold")
+    return top_k, threshold, warnings
+
+
+def _validate_filter(value: Any, name: str) -> str | None:
+    if value is None:
+        return None
+    if not isinstance(value, str) or not value.strip():
+        raise ValidationError(f"{name} must be a non-empty string or None", field=name)
+    return value.strip()
+
+
+def _id_key(point_id: Any) -> tuple[int, int, str]:
+    # Qdrant ids are unsigned integers or UUIDs: integers in numeric order (not "10" < "2"), then UUIDs.
+    if isinstance(point_id, int) and not isinstance(point_id, bool):
+        return (0, point_id, "")
+    return (1, 0, str(point_id))
+
+
+def _rank(points: Iterable[Any], top_k: int) -> list[SearchResult]:
+    ordered = sorted(points, key=lambda p: (-float(p.score), _id_key(p.id)))
+    return [SearchResult.from_point(p.id, p.score, p.payload) for p in ordered[:top_k]]
+
+
+def _tie_may_continue(points: Sequence[Any], top_k: int, limit: int) -> bool:
+    """True when the tie at the top_k-th place may go on past the ``limit`` points fetched."""
+    if len(points) < limit or len(points) < top_k:
+        return False
+    scores = sorted((float(p.score) for p in points), reverse=True)
+    return scores[-1] >= scores[top_k - 1]
+
+
+class Retriever:
+    """Search one collection with one embedder.
+
+    Args:
+        store: where the vectors live.
+        embedder: how queries become vectors.
+        collection: collection name.
+        query_max_chars: longest accepted query.
+        check_model: compare the collection's ``model_version`` payload with the
+            embedder's model and refuse to search on a mismatch.
+    """
+
+    def __init__(self, store: VectorStore, embedder: Embedder, collection: str, *,
+                 query_max_chars: int = 1000, check_model: bool = True) -> None:
+        self.store = store
+        self.embedder = embedder
+        self.collection = collection
+        self.query_max_chars = query_max_chars
+        self.check_model = check_model
+        self._checked = False
+        self._collection_warnings: list[str] = []
+        self._distinct_cache: dict[str, dict[str, int]] = {}
+
+    @classmethod
+    def from_settings(cls, settings: Settings | None = None, **overrides: Any) -> "Retriever":
+        """Build store, embedder and retriever from :func:`load_settings` (or ``settings``)."""
+        settings = settings or load_settings()
+        if overrides:
+            settings = settings.with_overrides(**overrides)
+        embedder = make_embedder(settings)
+        store = VectorStore.open(settings)
+        return cls(store, embedder, settings.collection_name, query_max_chars=settings.query_max_chars)
+
+    def __repr__(self) -> str:
+        return f"Retriever(collection={self.collection!r}, store={self.store!r}, embedder={self.embedder!r})"
+
+    def close(self) -> None:
+        self.store.close()
+
+    def __enter__(self) -> "Retriever":
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+    # ------------------------------------------------------------------ checks
+    def check_compatibility(self) -> list[str]:
+        """Fail unless the embedder fits the collection; returns collection warnings.
+
+        Raises:
+            CollectionNotFoundError: the collection does not exist.
+            ModelMismatchError: vector sizes differ, or the chunks carry a
+                ``model_version`` other than the embedder's model.
+        """
+        if self._checked:
+            return self._collection_warnings
+        _, size, _ = self.store.vector_params(self.collection)
+        model = self.embedder.model
+        if size is not None and size != self.embedder.dimension:
+            raise ModelMismatchError(
+                f"collection {self.collection!r} holds {size}-dimensional vectors but the configured embedder "
+                f"({self.embedder.provider}, {model}) makes {self.embedder.dimension}-dimensional ones: set "
+                "EMBEDDING_PROVIDER/EMBEDDING_MODEL to the model the collection was built with, or re-ingest "
+                "with --recreate",
+                collection_dimension=size, embedder_dimension=self.embedder.dimension,
+                collection_model=None, configured_model=model,
+            )
+        warnings: list[str] = []
+        count = self.store.count(self.collection)
+        if count == 0:
+            warnings.append(f"collection {self.collection!r} is empty: no query can return results")
+        elif count < 10:
+            warnings.append(f"collection {self.collection!r} holds only {count} points (< 10)")
+        if self.check_model and count:
+            try:  # every model_version in the collection, not just the first chunk's
+                found_models = sorted(self.store.distinct_values(self.collection, "model_version"))
+            except VectorStoreError:  # e.g. a server collection without a keyword index on model_version
+                sample = next(self.store.scroll(self.collection, with_payload=["model_version"], batch_size=1), None)
+                first = (sample.payload or {}).get("model_version") if sample is not None else None
+                found_models = [str(first)] if first else []
+            foreign = [m for m in found_models if m != model]
+            found = foreign[0] if foreign else (found_models[0] if found_models else None)
+            if foreign:
+                raise ModelMismatchError(
+                    f"collection {self.collection!r} was embedded with {', '.join(map(repr, foreign))} but queries "
+                    "would be embedded "
+                    f"with {model!r}; scores would be meaningless. Set EMBEDDING_MODEL={found} (and the matching "
+                    "EMBEDDING_PROVIDER), or re-ingest with --recreate",
+                    collection_dimension=size, embedder_dimension=self.embedder.dimension,
+                    collection_model=found, configured_model=model,
+                )
+            if not found:
+                warnings.append("chunks carry no model_version: the embedding model cannot be cross-checked")
+        self._collection_warnings = warnings
+        self._checked = True
+        return warnings
+
+    # ------------------------------------------------------------------ filters
+    def _distinct(self, key: str) -> dict[str, int]:
+        if key not in self._distinct_cache:
+            self._distinct_cache[key] = self.store.distinct_values(self.collection, key)
+        return self._distinct_cache[key]
+
+    def _filter(self, source_prefix: str | None, section: str | None) -> tuple[Any, dict[str, str], bool]:
+        """Qdrant filter for the options; the bool is False when nothing can match."""
+        from qdrant_client import models
+
+        conditions = []
+        applied: dict[str, str] = {}
+        possible = True
+        if source_prefix is not None:
+            applied["source_prefix"] = source_prefix
+            # Qdrant has no prefix match on keywords, so the prefix is resolved to the exact set of
+            # source paths/URLs that start with it (from a facet), then matched with MatchAny.
+            files = [f for f in self._distinct("source_file") if f.startswith(source_prefix)]
+            urls = [u for u in self._distinct("source_url")
+                    if u.startswith(source_prefix) or urlsplit(u).path.startswith(source_prefix)]
+            options = []
+            if files:
+                options.append(models.FieldCondition(key="source_file", match=models.MatchAny(any=files)))
+            if urls:
+                options.append(models.FieldCondition(key="source_url", match=models.MatchAny(any=urls)))
+            if options:
+                conditions.append(models.Filter(should=options))
+            else:
+                possible = False
+        if section is not None:
+            applied["section"] = section
+            conditions.append(models.FieldCondition(key="section_title", match=models.MatchValue(value=section)))
+        return (models.Filter(must=conditions) if conditions else None), applied, possible
+
+    # ------------------------------------------------------------------ search
+    def search(self, query: str, top_k: int = 5, similarity_threshold: float = 0.0,
+               source_prefix: str | None = None, section: str | None = None) -> SearchResponse:
+        """Embed ``query`` as a search query and return the best chunks.
+
+        Args:
+            query: natural-language text, 1 to ``query_max_chars`` characters.
+            top_k: results wanted, 1-20 (larger is capped with a warning).
+            similarity_threshold: minimum ``similarity_score`` (0-1); 0 keeps all.
+            source_prefix: keep chunks whose ``source_file`` or ``source_url``
+                (or the URL's path) starts with this.
+            section: keep chunks whose ``section_title`` equals this exactly.
+
+        Returns:
+            A SearchResponse; an empty ``results`` list is a valid answer.
+
+        Raises:
+            ValidationError, CollectionNotFoundError, ModelMismatchError,
+            VectorStoreError, EmbeddingError.
+        """
+        return self.search_many([query], top_k, similarity_threshold, source_prefix, section)[0]
+
+    def search_many(self, queries: Sequence[str], top_k: int = 5, similarity_threshold: float = 0.0,
+                    source_prefix: str | None = None, section: str | None = None, *,
+                    batch_size: int = 64, progress: bool = False) -> list[SearchResponse]:
+        """:meth:`search` for many queries: embedded in batches, queried with ``query_batch_points``.
+
+        Every query is validated before any is embedded, so one bad query fails
+        the call before work is done. ``embed_ms`` and ``search_ms`` of each
+        response are its share of its batch's time.
+        """
+        if isinstance(queries, str):
+            raise ValidationError("search_many takes a list of queries, not one string", field="queries")
+        texts = [validate_query(q, self.query_max_chars) for q in queries]
+        top_k, threshold, warnings = validate_params(top_k, similarity_threshold)
+        source_prefix = _validate_filter(source_prefix, "source_prefix")
+        section = _validate_filter(section, "section")
+        warnings = warnings + self.check_compatibility()
+        query_filter, applied, possible = self._filter(source_prefix, section)
+        if not possible:
+            warnings.append(f"no source file or URL starts with {source_prefix!r}")
+
+        batches = range(0, len(texts), batch_size)
+        if progress:
+            from tqdm.auto import tqdm
+
+            batches = tqdm(batches, desc="queries", unit="batch", total=math.ceil(len(texts) / batch_size))
+        responses: list[SearchResponse] = []
+        for start in batches:
+            chunk = texts[start:start + batch_size]
+            stamp = datetime.now(timezone.utc)
+            t0 = time.perf_counter()
+            vectors = self.embedder.embed_queries(chunk) if possible else [[]] * len(chunk)
+            t1 = time.perf_counter()
+            if not possible:
+                hits: list[list[Any]] = [[] for _ in chunk]
+            elif len(chunk) == 1:
+                hits = [self.store.query(self.collection, vectors[0], limit=top_k + _TIE_MARGIN,
+                                         score_threshold=threshold or None, query_filter=query_filter)]
+            else:
+                hits = self.store.query_batch(self.collection, vectors, limit=top_k + _TIE_MARGIN,
+                                              score_threshold=threshold or None, query_filter=query_filter)
+            if possible:  # a tie at the cut wider than the margin: fetch more so ids decide, not chance
+                hits = [self._complete_ties(v, pts, top_k, threshold or None, query_filter)
+                        for v, pts in zip(vectors, hits)]
+            t2 = time.perf_counter()
+            embed_ms = (t1 - t0) * 1000 / len(chunk)
+            search_ms = (t2 - t1) * 1000 / len(chunk)
+            for text, points in zip(chunk, hits):
+                results = _rank(points, top_k)
+                own = list(warnings)
+                if not results:
+                    own.append(f"no chunk scored at least {threshold:g}" if threshold > 0 else "no matching chunk")
+                missing = sorted({f for r in results for f in r.missing_fields})
+                if missing:
+                    own.append(f"results lack payload fields: {', '.join(missing)}")
+                responses.append(SearchResponse(
+                    query_text=text, results=results, total_results=len(results), top_k=top_k,
+                    similarity_threshold=threshold, filters=applied, collection=self.collection,
+                    model=self.embedder.model, embed_ms=round(embed_ms, 3), search_ms=round(search_ms, 3),
+                    execution_time_ms=round(embed_ms + search_ms, 3), timestamp=stamp, warnings=own,
+                ))
+        return responses
+
+    def _complete_ties(self, vector: Sequence[float], points: list[Any], top_k: int,
+                       score_threshold: float | None, query_filter: Any) -> list[Any]:
+        limit = top_k + _TIE_MARGIN
+        while _tie_may_continue(points, top_k, limit):
+            limit *= 4
+            points = self.store.query(self.collection, vector, limit=limit,
+                                      score_threshold=score_threshold, query_filter=query_filter)
+        return points
+
+    def stats(self) -> CollectionStats:
+        """Collection statistics (seed 004)."""
+        return self.store.stats(self.collection)
