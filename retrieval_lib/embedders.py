@@ -19,6 +19,7 @@ import os
 import random
 import threading
 import time
+import warnings
 from pathlib import Path
 from typing import Callable, Protocol, Sequence, runtime_checkable
 
@@ -96,6 +97,9 @@ def _load_sentence_transformer(model: str):
             os.environ.setdefault("HF_HUB_OFFLINE", "1")
             os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
             os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
+            # Without ipywidgets, tqdm.auto warns on import inside notebook kernels; the bars
+            # still work as text, so the warning is noise in every notebook's output.
+            warnings.filterwarnings("ignore", message="IProgress not found")
             from transformers.utils import logging as hf_logging
 
             hf_logging.set_verbosity_error()

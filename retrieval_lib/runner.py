@@ -69,9 +69,9 @@ class RunResult:
     outcomes: list[NotebookOutcome]
 
 
-def list_notebooks(selection: str | Sequence[str] | None = None) -> list[Path]:
+def list_notebooks(selection: str | Sequence[str] | None = None, notebook_dir: Path | None = None) -> list[Path]:
     """The numbered notebooks, optionally filtered by number or name (``"01,03"``)."""
-    found = sorted(NOTEBOOK_DIR.glob("[0-9][0-9]_*.ipynb"))
+    found = sorted(Path(notebook_dir or NOTEBOOK_DIR).glob("[0-9][0-9]_*.ipynb"))
     if not selection:
         return found
     tokens = [t.strip() for t in (selection.split(",") if isinstance(selection, str) else selection) if t.strip()]
@@ -165,8 +165,8 @@ def _write_json(path: Path, data: dict[str, Any]) -> None:
     tmp.replace(path)
 
 
-class _Terminated(Exception):
-    pass
+class _Terminated(BaseException):
+    """SIGTERM during a run; a BaseException so no notebook-level handler swallows it."""
 
 
 def run_workbook(
@@ -176,6 +176,7 @@ def run_workbook(
     *,
     progress: bool = True,
     timeout_per_cell: int = 900,
+    notebook_dir: str | os.PathLike[str] | None = None,
 ) -> RunResult:
     """Execute the notebooks with papermill into a new run folder.
 
@@ -185,6 +186,7 @@ def run_workbook(
         out_dir: parent of the run folder (default ``outputs/``).
         progress: show a progress bar over notebooks.
         timeout_per_cell: seconds one cell may run before it is an error.
+        notebook_dir: where the numbered notebooks are (default ``notebooks/``).
 
     Returns:
         RunResult with the run folder, its index.html and the exit code.
@@ -193,9 +195,9 @@ def run_workbook(
     from tqdm.auto import tqdm
 
     params, params_path = load_profile(params_file)
-    selected = list_notebooks(notebooks)
+    selected = list_notebooks(notebooks, Path(notebook_dir) if notebook_dir else None)
     if not selected:
-        raise ConfigurationError(f"no notebooks found in {NOTEBOOK_DIR}", variable="--notebooks")
+        raise ConfigurationError(f"no notebooks found in {notebook_dir or NOTEBOOK_DIR}", variable="--notebooks")
     profile = str(params.get("profile") or params_path.stem)
     parent = Path(out_dir) if out_dir else PROJECT_ROOT / "outputs"
     if not parent.is_absolute():

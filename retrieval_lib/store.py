@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import contextlib
 import logging
+import threading
 import warnings
 from pathlib import Path
 from typing import Any, Iterator, Sequence
@@ -54,6 +55,9 @@ class VectorStore:
         self.kind = kind  # "server", "embedded" or "memory"
         self.folder = folder
         self._vector_names: dict[str, str | None] = {}
+        # Local mode is an in-process engine with no thread-safety promise; calls to it are
+        # serialised (a server client is thread-safe and is left concurrent).
+        self._lock: Any = threading.RLock() if kind != "server" else contextlib.nullcontext()
 
     def __repr__(self) -> str:
         return f"VectorStore(kind={self.kind!r}, location={self.location!r})"
@@ -140,7 +144,8 @@ class VectorStore:
         from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
         try:
-            yield
+            with self._lock:
+                yield
         except VectorStoreError:
             raise
         except CollectionNotFoundError:
