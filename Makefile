@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 KERNEL := retrieval-lib
 
-.PHONY: setup demo test lab sample bench clean
+.PHONY: setup demo test lab sample bench refresh clean
 
 setup: $(STAMP)
 
@@ -28,6 +28,12 @@ test: sample
 
 lab: setup
 	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+
+# Re-execute the notebooks in place to record new reference outputs for nbval
+# (after an intended change in retrieval behaviour; review the diff before committing).
+refresh: sample
+	$(VENV)/bin/jupyter nbconvert --to notebook --execute --inplace --ExecutePreprocessor.kernel_name=$(KERNEL) \
+		--ExecutePreprocessor.timeout=900 notebooks/[0-9][0-9]_*.ipynb
 
 bench: sample
 	$(PY) benchmarks/bench_search.py

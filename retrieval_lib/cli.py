@@ -34,9 +34,14 @@ def _print_json(data: object) -> None:
 
 
 def _cmd_search(args: argparse.Namespace) -> int:
-    from .search import Retriever
+    from .config import load_settings
+    from .search import Retriever, validate_params, validate_query
 
-    with Retriever.from_settings() as retriever:
+    settings = load_settings()
+    # Bad input is refused before the model loads or a connection opens.
+    validate_query(args.query, settings.query_max_chars)
+    validate_params(args.top_k, args.threshold)
+    with Retriever.from_settings(settings) as retriever:
         response = retriever.search(args.query, top_k=args.top_k, similarity_threshold=args.threshold,
                                     source_prefix=args.source_prefix, section=args.section)
     if args.json:

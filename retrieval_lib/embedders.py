@@ -256,7 +256,9 @@ class CohereEmbedder:
                         "or EMBEDDING_MODEL", status=status) from None
                 if 200 <= status < 300:
                     raise self._fail(BadEmbeddingResponseError,
-                                     f"Cohere answered HTTP {status} with a body that is not valid embed JSON") from None
+                                     f"Cohere answered HTTP {status} with a body that is not valid embed JSON; "
+                                     "check that COHERE_BASE_URL points at a Cohere-compatible embed API (a proxy "
+                                     "may be rewriting answers) and re-run") from None
                 if status == 429:
                     wait = _retry_after_seconds(err.headers)
                     kind, detail = RateLimitedError, "rate limited (HTTP 429)"
@@ -300,12 +302,14 @@ class CohereEmbedder:
         if not isinstance(vectors, list) or len(vectors) != expected:
             got = len(vectors) if isinstance(vectors, list) else "no"
             raise self._fail(BadEmbeddingResponseError,
-                             f"Cohere returned {got} float embeddings for {expected} texts")
+                             f"Cohere returned {got} float embeddings for {expected} texts; check that "
+                             "COHERE_BASE_URL points at a Cohere-compatible embed API and re-run")
         for vector in vectors:
             if len(vector) != self.dimension:
                 raise self._fail(
                     BadEmbeddingResponseError,
-                    f"Cohere returned {len(vector)}-dimensional vectors; {self.model} gives {self.dimension}",
+                    f"Cohere returned {len(vector)}-dimensional vectors; {self.model} gives {self.dimension}: "
+                    "check EMBEDDING_MODEL and that COHERE_BASE_URL serves that model",
                 )
         return [list(map(float, v)) for v in vectors]
 

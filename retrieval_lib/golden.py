@@ -15,7 +15,9 @@ A golden set is a YAML file (data, not code)::
         max_score: 0.5
 
 A pattern matches a result when the result's ``source_url`` path (or the whole
-URL, or its ``source_file``) starts with it. A golden query passes when some
+URL, or its ``source_file``) equals it or continues it past a ``/``: the pattern
+``/docs/intro`` matches ``/docs/intro`` and ``/docs/intro/setup`` but not
+``/docs/introduction`` (a URL pattern names pages or sections, not spellings). A golden query passes when some
 result in the top ``top_k`` matches with ``similarity_score >= min_score``.
 Negatives are judged on their own and never counted as passes.
 
@@ -42,7 +44,7 @@ from .report import load_params_file
 from .search import Retriever
 
 __all__ = ["GoldenQuery", "NegativeQuery", "GoldenSet", "QueryOutcome", "ValidationReport",
-           "load_golden_set", "evaluate_golden", "matches"]
+           "load_golden_set", "evaluate_golden", "matches", "url_matches"]
 
 
 @dataclass(frozen=True)
@@ -122,11 +124,20 @@ def load_golden_set(path: str | Path) -> GoldenSet:
                      negatives=tuple(negatives))
 
 
+def _under(value: str, pattern: str) -> bool:
+    """``value`` is ``pattern`` or lies below it, segment-wise."""
+    stem = pattern.rstrip("/")
+    return bool(stem) and (value.rstrip("/") == stem or value.startswith(stem + "/"))
+
+
+def url_matches(url: str, pattern: str) -> bool:
+    """True when the URL, or its path, is the pattern's page or lies below it."""
+    return _under(urlsplit(url).path, pattern) or _under(url, pattern)
+
+
 def matches(result: SearchResult, pattern: str) -> bool:
-    """True when the result's URL path, full URL or source file starts with ``pattern``."""
-    url = result.source_url or ""
-    return (urlsplit(url).path.startswith(pattern) or url.startswith(pattern)
-            or (result.source_file or "").startswith(pattern))
+    """True when the result's URL (or URL path) or source file is the pattern's page or lies below it."""
+    return url_matches(result.source_url or "", pattern) or _under(result.source_file or "", pattern)
 
 
 @dataclass
@@ -196,8 +207,7 @@ def _ir_metrics(queries: list[GoldenQuery], responses: list[SearchResponse], all
     run: dict[str, dict[str, float]] = {}
     for i, (q, response) in enumerate(zip(queries, responses)):
         qid = f"q{i}"
-        qrels[qid] = {u: 1 for u in all_urls
-                      if any(urlsplit(u).path.startswith(p) or u.startswith(p) for p in q.expected_url_patterns)}
+        qrels[qid] = {u: 1 for u in all_urls if any(url_matches(u, p) for p in q.expected_url_patterns)}
         pages: list[str] = []
         for r in response.results:
             page = r.source_url or r.source_file or r.point_id

@@ -37,11 +37,12 @@ def validate_query(query: Any, max_chars: int) -> str:
     """Return the query stripped of surrounding white space.
 
     Raises:
-        ValidationError: not a string, empty or white space only, or longer
-            than ``max_chars`` characters.
+        ValidationError: not a string, not valid Unicode (a lone surrogate),
+            empty or white space only, or longer than ``max_chars`` characters.
     """
     if not isinstance(query, str):
         raise ValidationError(f"query must be text, not {type(query).__name__}", field="query")
+    _require_encodable(query, "query")
     text = query.strip()
     if not text:
         raise ValidationError("query cannot be empty: type a question, e.g. \"What is ROS 2?\"", field="query")
@@ -79,11 +80,28 @@ def validate_params(top_k: Any, similarity_threshold: Any) -> tuple[int, float, 
     return top_k, threshold, warnings
 
 
+def _require_encodable(value: str, name: str) -> None:
+    """Reject lone surrogates (e.g. non-UTF-8 bytes in argv, decoded with surrogateescape).
+
+    They are not text: the tokenizer raises TypeError on them, the Cohere SDK
+    UnicodeEncodeError, and printing them as JSON fails, so none of that may run.
+    """
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError as err:
+        raise ValidationError(
+            f"{name} is not valid Unicode text (a lone surrogate at position {err.start}, e.g. bytes that are not "
+            "UTF-8): pass UTF-8 text",
+            field=name,
+        ) from None
+
+
 def _validate_filter(value: Any, name: str) -> str | None:
     if value is None:
         return None
     if not isinstance(value, str) or not value.strip():
         raise ValidationError(f"{name} must be a non-empty string or None", field=name)
+    _require_encodable(value, name)
     return value.strip()
 
 
@@ -94,8 +112,17 @@ def _id_key(point_id: Any) -> tuple[int, int, str]:
     return (1, 0, str(point_id))
 
 
+# Scores closer than this are a tie: the same text embedded in a batch or alone can differ in
+# the last float bits, and such noise must not decide the order of two equal chunks.
+_TIE_DECIMALS = 6
+
+
+def _tie_score(score: float) -> float:
+    return round(float(score), _TIE_DECIMALS)
+
+
 def _rank(points: Iterable[Any], top_k: int) -> list[SearchResult]:
-    ordered = sorted(points, key=lambda p: (-float(p.score), _id_key(p.id)))
+    ordered = sorted(points, key=lambda p: (-_tie_score(p.score), _id_key(p.id)))
     return [SearchResult.from_point(p.id, p.score, p.payload) for p in ordered[:top_k]]
 
 
@@ -103,7 +130,7 @@ def _tie_may_continue(points: Sequence[Any], top_k: int, limit: int) -> bool:
     """True when the tie at the top_k-th place may go on past the ``limit`` points fetched."""
     if len(points) < limit or len(points) < top_k:
         return False
-    scores = sorted((float(p.score) for p in points), reverse=True)
+    scores = sorted((_tie_score(p.score) for p in points), reverse=True)
     return scores[-1] >= scores[top_k - 1]
 
 

@@ -187,7 +187,8 @@ class VectorStore:
             available = []
         listed = ", ".join(available) if available else "none"
         hint = (
-            "run `python -m retrieval_lib ingest` (or `make demo`) to build the sample collection"
+            "set QDRANT_COLLECTION_NAME to one of them, or run `python -m retrieval_lib ingest` "
+            "(or `make demo`) to build the sample collection"
             if self.kind == "embedded" else "check QDRANT_COLLECTION_NAME"
         )
         return CollectionNotFoundError(

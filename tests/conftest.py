@@ -8,6 +8,8 @@ embeds and upserts a list of docs.
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 import hashlib
 from typing import Any, Sequence
 
@@ -122,3 +124,42 @@ def payload_for():
 def fill():
     """``fill(store, collection, embedder, docs=DOCS)``: create, embed and upsert."""
     return fill_collection
+
+
+# --------------------------------------------------------------------------- the sample book, built once
+
+SAMPLE_COLLECTION = "sample_book"
+
+
+@dataclass
+class Book:
+    """The sample book ingested with the real MiniLM embedder into a temporary embedded store."""
+
+    store: Any
+    folder: Any
+    summary: Any
+    points: list[Any]
+
+    def by_file(self) -> dict[str, list[dict[str, Any]]]:
+        out: dict[str, list[dict[str, Any]]] = {}
+        for p in self.points:
+            out.setdefault(p.payload["source_file"], []).append(p.payload)
+        return out
+
+
+@pytest.fixture(scope="session")
+def book(tmp_path_factory, embedder):
+    """Build the sample collection once per session (about 30 s on 2 idle cores).
+
+    The store stays open (and so locked) for the session; a test that needs a
+    separate process to open it copies ``book.folder`` first.
+    """
+    from retrieval_lib import VectorStore
+    from retrieval_lib.ingest import ingest
+
+    folder = tmp_path_factory.mktemp("sample-book") / "store"
+    store = VectorStore.at_path(folder)
+    summary = ingest(store, embedder, SAMPLE_COLLECTION, progress=False)
+    pts = list(store.scroll(SAMPLE_COLLECTION, with_payload=True))
+    yield Book(store, folder, summary, pts)
+    store.close()

@@ -1,0 +1,287 @@
+"""Latency and concurrency of retrieval (seed 000 SC-002, seed 001 performance, seed 003 SC-008).
+
+- :func:`time_searches` runs queries one by one through :meth:`Retriever.search`
+  and keeps, per call, the library's own split (``embed_ms``, ``search_ms``,
+  ``execution_time_ms``) plus the wall-clock time of the whole call
+  (``call_ms``: validation, embedding, Qdrant, ranking and result building).
+- :func:`latency_percentiles` summarises them with :func:`percentile`.
+- :func:`run_concurrent` submits many searches to a bounded thread pool, with a
+  wall-clock limit, and checks every answer against the ranking the same query
+  got when run alone.
+
+Timings depend on the machine and the backend: qdrant-client's local mode
+searches exactly (no HNSW index) in the same process, so a Qdrant server adds a
+network round trip and answers from its index.
+"""
+
+from __future__ import annotations
+
+import math
+import time
+from collections import Counter
+from concurrent.futures import ThreadPoolExecutor, wait
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping, Sequence
+
+from .errors import ValidationError
+from .search import Retriever
+
+__all__ = ["TimedSearch", "ConcurrentRun", "TIMING_FIELDS", "percentile", "latency_percentiles",
+           "time_searches", "reference_rankings", "unstable_queries", "same_ranking", "run_concurrent"]
+
+#: The per-call timings :func:`time_searches` records, in milliseconds.
+TIMING_FIELDS: tuple[str, ...] = ("embed_ms", "search_ms", "execution_time_ms", "call_ms")
+
+Ranking = tuple[tuple[str, float], ...]
+
+
+def percentile(values: Iterable[float], q: float) -> float:
+    """The ``q``-th percentile of ``values``, by linear interpolation (``numpy.percentile``'s default).
+
+    With the values sorted as x_0 <= ... <= x_{n-1} and h = (n - 1) * q / 100::
+
+        P(q) = x_floor(h) + (h - floor(h)) * (x_ceil(h) - x_floor(h))
+
+    so P(0) is the minimum, P(100) the maximum and P(50) the median; a
+    percentile may fall between two observed values.
+
+    Args:
+        values: the observations (e.g. latencies in ms); at least one.
+        q: the percentile, from 0 to 100.
+
+    Returns:
+        The percentile as a float.
+
+    Raises:
+        ValidationError: no values, a value that is not a finite number, or
+            ``q`` outside [0, 100].
+    """
+    import numpy as np
+
+    data = [float(v) for v in values]
+    if not data:
+        raise ValidationError("percentile of no values is undefined", field="values")
+    if not all(math.isfinite(v) for v in data):
+        raise ValidationError("percentile needs finite numbers (no NaN or infinity)", field="values")
+    if isinstance(q, bool) or not isinstance(q, (int, float)) or not 0 <= q <= 100:
+        raise ValidationError(f"percentile q must be a number from 0 to 100 (got {q!r})", field="q")
+    return float(np.percentile(np.asarray(data), q, method="linear"))
+
+
+@dataclass(frozen=True)
+class TimedSearch:
+    """One timed call of :meth:`Retriever.search`.
+
+    ``embed_ms``, ``search_ms`` and ``execution_time_ms`` (their sum) are the
+    response's own figures; ``call_ms`` is the wall-clock time around the call.
+    """
+
+    query: str
+    round: int
+    embed_ms: float
+    search_ms: float
+    execution_time_ms: float
+    call_ms: float
+    ranking: Ranking
+
+
+def time_searches(retriever: Retriever, queries: Sequence[str], rounds: int = 1, *,
+                  top_k: int = 5) -> list[TimedSearch]:
+    """Search each query ``rounds`` times, one call at a time, and time every call.
+
+    Queries run in order within a round (round 1 for all queries, then round
+    2, ...). Warm the retriever up first (one search) so the first call does not
+    carry the one-off collection check.
+
+    Args:
+        retriever: an open retriever.
+        queries: the query texts.
+        rounds: how many times each query runs, >= 1.
+        top_k: results per query.
+
+    Returns:
+        ``len(queries) * rounds`` :class:`TimedSearch` records, in run order.
+
+    Raises:
+        ValidationError: no queries or ``rounds`` < 1 (and whatever
+            :meth:`Retriever.search` raises: a failing call is not swallowed).
+    """
+    if not queries:
+        raise ValidationError("time_searches needs at least one query", field="queries")
+    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
+        raise ValidationError(f"rounds must be a whole number >= 1 (got {rounds!r})", field="rounds")
+    out: list[TimedSearch] = []
+    for round_no in range(1, rounds + 1):
+        for query in queries:
+            t0 = time.perf_counter()
+            response = retriever.search(query, top_k=top_k)
+            call_ms = (time.perf_counter() - t0) * 1000
+            out.append(TimedSearch(query=query, round=round_no, embed_ms=response.embed_ms,
+                                   search_ms=response.search_ms, execution_time_ms=response.execution_time_ms,
+                                   call_ms=call_ms, ranking=tuple(response.ranking())))
+    return out
+
+
+def latency_percentiles(samples: Sequence[TimedSearch], fields: Sequence[str] = TIMING_FIELDS,
+                        qs: Sequence[float] = (50, 95, 99)) -> dict[str, dict[str, float]]:
+    """Percentiles of each timing field: ``{field: {"p50": ..., "p95": ..., "p99": ...}}``.
+
+    Uses :func:`percentile` (linear interpolation). Keys are ``p`` followed by
+    ``q`` written without a trailing ``.0`` (``p99.9`` stays as is).
+
+    Raises:
+        ValidationError: no samples, or an unknown field.
+    """
+    if not samples:
+        raise ValidationError("latency_percentiles needs at least one timed search", field="samples")
+    unknown = [f for f in fields if f not in TIMING_FIELDS]
+    if unknown:
+        raise ValidationError(f"unknown timing field(s) {unknown}; known: {list(TIMING_FIELDS)}", field="fields")
+    return {f: {f"p{q:g}": percentile([getattr(s, f) for s in samples], q) for q in qs} for f in fields}
+
+
+def reference_rankings(samples: Sequence[TimedSearch]) -> dict[str, Ranking]:
+    """Each query's ranking from the first time it ran (what concurrent answers are compared to)."""
+    ref: dict[str, Ranking] = {}
+    for s in samples:
+        ref.setdefault(s.query, s.ranking)
+    return ref
+
+
+def same_ranking(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, float]], *, score_tol: float = 0.0) -> bool:
+    """True when both rankings list the same point ids in the same order with scores within ``score_tol``.
+
+    The default tolerance 0 asks for bit-identical scores.
+    """
+    return len(a) == len(b) and all(
+        ida == idb and abs(float(sa) - float(sb)) <= score_tol for (ida, sa), (idb, sb) in zip(a, b)
+    )
+
+
+def unstable_queries(samples: Sequence[TimedSearch], *, score_tol: float = 0.0) -> list[str]:
+    """Queries whose ranking differed between rounds of :func:`time_searches` (seed 000 SC-004), sorted."""
+    ref = reference_rankings(samples)
+    return sorted({s.query for s in samples if not same_ranking(s.ranking, ref[s.query], score_tol=score_tol)})
+
+
+@dataclass
+class ConcurrentRun:
+    """What :func:`run_concurrent` saw.
+
+    ``completed`` counts calls that returned; ``errors`` those that raised
+    (by exception type in ``error_types``); ``timed_out`` those still pending
+    or running at the deadline. ``mismatched`` lists the queries (once each)
+    whose answer differed from the reference ranking.
+    """
+
+    submitted: int
+    concurrency: int
+    completed: int
+    errors: int
+    timed_out: int
+    compared: int
+    mismatched: list[str]
+    wall_s: float
+    timeout_s: float
+    call_ms: list[float] = field(default_factory=list)
+    error_types: dict[str, int] = field(default_factory=dict)
+
+    @property
+    def throughput_qps(self) -> float:
+        """Completed searches per second of wall-clock time (0 when nothing completed)."""
+        return self.completed / self.wall_s if self.wall_s > 0 and self.completed else 0.0
+
+    @property
+    def rankings_identical(self) -> bool:
+        """Every completed answer was compared, and none differed from its reference."""
+        return self.compared == self.completed and not self.mismatched
+
+    @property
+    def ok(self) -> bool:
+        """Everything submitted completed in time, without errors, with identical rankings."""
+        return (self.completed == self.submitted and self.errors == 0 and self.timed_out == 0
+                and self.rankings_identical)
+
+
+def run_concurrent(retriever: Retriever, queries: Sequence[str], n: int, concurrency: int, *,
+                   reference: Mapping[str, Sequence[tuple[str, float]]] | None = None,
+                   timeout_s: float = 60.0, top_k: int = 5, score_tol: float = 0.0) -> ConcurrentRun:
+    """Submit ``n`` searches at once to a pool of ``concurrency`` threads and judge the answers.
+
+    Search i is ``queries[i % len(queries)]``. The run is bounded: it waits at
+    most ``timeout_s`` seconds of wall-clock time for all futures; whatever is
+    not done then is counted as timed out, and work not yet started is
+    cancelled (a call already running cannot be interrupted and finishes in
+    the background). A call that raises is counted as an error, never re-raised.
+
+    Args:
+        retriever: an open, warmed-up retriever (shared by all threads).
+        queries: the query texts to cycle through.
+        n: searches to submit, >= 1.
+        concurrency: worker threads, >= 1.
+        reference: query -> ranking (``SearchResponse.ranking()``) from a
+            sequential run; when given, every query must be in it and each
+            completed answer is compared with :func:`same_ranking`.
+        timeout_s: the wall-clock limit, > 0.
+        top_k: results per query (use the reference's top_k).
+        score_tol: passed to :func:`same_ranking`.
+
+    Returns:
+        A :class:`ConcurrentRun`.
+
+    Raises:
+        ValidationError: no queries, ``n`` or ``concurrency`` < 1,
+            ``timeout_s`` <= 0, or a query missing from ``reference``.
+    """
+    if not queries:
+        raise ValidationError("run_concurrent needs at least one query", field="queries")
+    for name, value in (("n", n), ("concurrency", concurrency)):
+        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+            raise ValidationError(f"{name} must be a whole number >= 1 (got {value!r})", field=name)
+    if not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
+        raise ValidationError(f"timeout_s must be > 0 (got {timeout_s!r})", field="timeout_s")
+    if reference is not None:
+        missing = sorted(set(queries) - set(reference))
+        if missing:
+            raise ValidationError(f"no reference ranking for {len(missing)} query(ies), e.g. {missing[0]!r}",
+                                  field="reference")
+
+    def one(query: str) -> tuple[list[tuple[str, float]], float]:
+        t0 = time.perf_counter()
+        response = retriever.search(query, top_k=top_k)
+        return response.ranking(), (time.perf_counter() - t0) * 1000
+
+    jobs = [queries[i % len(queries)] for i in range(n)]
+    pool = ThreadPoolExecutor(max_workers=concurrency, thread_name_prefix="latency")
+    t0 = time.perf_counter()
+    try:
+        futures = [(q, pool.submit(one, q)) for q in jobs]
+        done, _ = wait([f for _, f in futures], timeout=timeout_s)
+        wall_s = time.perf_counter() - t0
+    finally:
+        pool.shutdown(wait=False, cancel_futures=True)
+
+    completed = errors = compared = 0
+    timed_out = 0
+    errors_by_type: Counter[str] = Counter()
+    mismatched: list[str] = []
+    call_ms: list[float] = []
+    for query, future in futures:
+        if future not in done:
+            timed_out += 1
+            continue
+        err = future.exception()
+        if err is not None:
+            errors += 1
+            errors_by_type[type(err).__name__] += 1
+            continue
+        ranking, ms = future.result()
+        completed += 1
+        call_ms.append(ms)
+        if reference is not None:
+            compared += 1
+            if not same_ranking(ranking, reference[query], score_tol=score_tol) and query not in mismatched:
+                mismatched.append(query)
+    return ConcurrentRun(submitted=n, concurrency=concurrency, completed=completed, errors=errors,
+                         timed_out=timed_out, compared=compared, mismatched=mismatched, wall_s=wall_s,
+                         timeout_s=float(timeout_s), call_ms=call_ms, error_types=dict(errors_by_type))

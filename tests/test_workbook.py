@@ -1,0 +1,66 @@
+"""The real notebooks through the batch runner, on a private copy of the sample collection.
+
+The runner's kernels inherit the environment, so QDRANT_PATH points them at a
+copy of the session's sample collection (the original stays locked by this
+process). A golden set with deliberately wrong expectations must make the run
+exit 1 with the failed gate named in index.html; the right one must pass.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+import yaml
+
+from conftest import SAMPLE_COLLECTION
+from retrieval_lib.config import PROJECT_ROOT
+
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+
+
+@pytest.fixture(scope="module")
+def store_copy(book, tmp_path_factory) -> Path:
+    target = tmp_path_factory.mktemp("workbook") / "store"
+    shutil.copytree(book.folder, target, ignore=shutil.ignore_patterns(".lock"))
+    return target
+
+
+def run_cli(store: Path, params: Path, out: Path, notebooks: str) -> subprocess.CompletedProcess:
+    env = {k: v for k, v in os.environ.items() if not k.startswith(("QDRANT_", "COHERE_", "EMBEDDING_"))}
+    env.update(QDRANT_PATH=str(store), QDRANT_COLLECTION_NAME=SAMPLE_COLLECTION)
+    return subprocess.run([sys.executable, "-m", "retrieval_lib", "run", "--params", str(params), "--notebooks",
+                           notebooks, "--out", str(out), "-q"], capture_output=True, text=True, env=env, timeout=500)
+
+
+def test_demo_golden_set_passes_and_a_wrong_expectation_fails_the_gate(store_copy, tmp_path):
+    demo = yaml.safe_load((PROJECT_ROOT / "params" / "demo.yaml").read_text())
+    good = run_cli(store_copy, PROJECT_ROOT / "params" / "demo.yaml", tmp_path / "out", "05")
+    assert good.returncode == 0, good.stderr[-2000:]
+    good_dir = Path(good.stdout.strip().splitlines()[-1]).parent
+    assert json.loads((good_dir / "summary.json").read_text())["passed"] is True
+
+    golden = yaml.safe_load((PROJECT_ROOT / demo["golden_set"]).read_text())
+    for q in golden["queries"]:  # every golden query now "expects" a page it will not find
+        q["expected_url_patterns"] = ["/docs/appendices/no-such-page"]
+    wrong_golden = tmp_path / "wrong_golden.yaml"
+    wrong_golden.write_text(yaml.safe_dump(golden), encoding="utf-8")
+    params = tmp_path / "wrong.yaml"
+    params.write_text(yaml.safe_dump({**demo, "profile": "wrong-golden", "golden_set": str(wrong_golden)}),
+                      encoding="utf-8")
+
+    bad = run_cli(store_copy, params, tmp_path / "out", "05")
+    assert bad.returncode == 1, bad.stderr[-2000:]
+    index_path = Path(bad.stdout.strip().splitlines()[-1])
+    assert index_path.parent != good_dir  # two runs, two folders
+    index = index_path.read_text()
+    assert "golden queries pass</td><td><span class=\"fail\">FAIL</span>" in index
+    summary = json.loads((index_path.parent / "summary.json").read_text())
+    failed = [g["name"] for g in summary["gates"] if not g["passed"]]
+    assert failed and all("golden" in name for name in failed)
+    assert summary["status"] == "complete" and summary["passed"] is False
