@@ -13,13 +13,26 @@ fit even in an empty chunk is split into smaller units (list -> items,
 paragraph -> sentences -> words, table -> row groups with the header
 repeated, admonition -> parts wrapped in their own ``:::`` fences); code is
 never split and may exceed the limit on its own.
+
+This module owns the packing; cutting the body into sections and blocks
+lives in :mod:`retrieval_lib.blocks`.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Callable
+
+from .blocks import (
+    ADMONITION_CLOSE,
+    LIST_ITEM,
+    TABLE_SEPARATOR,
+    indent,
+    parse_blocks,
+    split_sections,
+)
+from .mdsyntax import closes_fence, fence_opening
 
 __all__ = ["Chunk", "default_count_tokens", "chunk_markdown"]
 
@@ -68,203 +81,6 @@ _TINY_SECTION_TOKENS = 25
 _MIN_MAX_TOKENS = 20
 # Below this many tokens of room, splitting an admonition's inside is pointless.
 _MIN_ADMONITION_ROOM = 5
-
-# --- markdown structure -----------------------------------------------------
-
-# Any indentation is accepted so fences nested in list items are found too.
-_FENCE_OPEN = re.compile(r"^[ \t]*(?P<fence>`{3,}|~{3,})(?P<info>.*)$")
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
-_CLOSING_HASHES = re.compile(r"(?:^|[ \t]+)#+$")
-_HEADING_ID = re.compile(r"[ \t]*\{#[^}]*\}$")
-_ADMONITION_OPEN = re.compile(r"^[ \t]*:{3,}[A-Za-z]")
-_ADMONITION_CLOSE = re.compile(r"^[ \t]*:{3,}[ \t]*$")
-_TABLE_LINE = re.compile(r"^[ \t]*\|")
-_TABLE_SEPARATOR = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
-_LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
-
-
-def _fence_opening(line: str) -> str | None:
-    """The fence string if ``line`` opens a fenced code block, else None."""
-    match = _FENCE_OPEN.match(line)
-    if match is None:
-        return None
-    fence = match["fence"]
-    # CommonMark: a backtick fence's info string may not contain backticks.
-    if fence[0] == "`" and "`" in match["info"]:
-        return None
-    return fence
-
-
-def _closes_fence(line: str, fence: str) -> bool:
-    """Whether ``line`` closes a block opened with ``fence``."""
-    stripped = line.strip()
-    return len(stripped) >= len(fence) and set(stripped) == {fence[0]}
-
-
-def _fence_end(lines: list[str], start: int) -> int:
-    """Index after the fence opened at ``lines[start]`` (end of text if unclosed)."""
-    fence = _fence_opening(lines[start]) or "```"
-    for index in range(start + 1, len(lines)):
-        if _closes_fence(lines[index], fence):
-            return index + 1
-    return len(lines)
-
-
-def _indent(line: str) -> int:
-    """Width of the leading whitespace, a tab counting as four columns."""
-    stripped = line.lstrip(" \t")
-    return len(line[: len(line) - len(stripped)].expandtabs(4))
-
-
-def _heading(line: str) -> tuple[int, str] | None:
-    """(level, text) if ``line`` is a non-empty ATX heading, else None."""
-    match = _HEADING.match(line)
-    if match is None:
-        return None
-    text = _HEADING_ID.sub("", _CLOSING_HASHES.sub("", match[2] or "")).strip()
-    return (len(match[1]), text) if text else None
-
-
-@dataclass
-class _Section:
-    heading: str | None
-    title: str
-    path: tuple[str, ...]
-    lines: list[str] = field(default_factory=list)
-
-
-def _split_sections(body: str, title: str) -> list[_Section]:
-    """Cut ``body`` at ATX headings outside code fences and admonitions."""
-    sections = [_Section(None, title, ())]
-    stack: list[tuple[int, str]] = []
-    fence: str | None = None
-    admonition_depth = 0
-    for line in body.split("\n"):
-        current = sections[-1].lines
-        if fence is not None:
-            current.append(line)
-            if _closes_fence(line, fence):
-                fence = None
-            continue
-        opened = _fence_opening(line)
-        if opened is not None:
-            fence = opened
-            current.append(line)
-            continue
-        if _ADMONITION_OPEN.match(line):
-            admonition_depth += 1
-        elif _ADMONITION_CLOSE.match(line) and admonition_depth:
-            admonition_depth -= 1
-        heading = _heading(line) if admonition_depth == 0 else None
-        if heading is None:
-            current.append(line)
-            continue
-        level, text = heading
-        if level == 1:
-            # The H1 is the page title; its text belongs to no subsection.
-            stack = []
-            sections.append(_Section(line.rstrip(), title, ()))
-            continue
-        while stack and stack[-1][0] >= level:
-            stack.pop()
-        stack.append((level, text))
-        sections.append(_Section(line.rstrip(), text, tuple(t for _, t in stack)))
-    return sections
-
-
-def _admonition_end(lines: list[str], start: int) -> int:
-    """Index after the admonition opened at ``lines[start]``, nesting respected."""
-    depth = 0
-    index = start
-    while index < len(lines):
-        line = lines[index]
-        if index > start and _fence_opening(line) is not None:
-            index = _fence_end(lines, index)
-            continue
-        if _ADMONITION_OPEN.match(line):
-            depth += 1
-        elif _ADMONITION_CLOSE.match(line):
-            depth -= 1
-            if depth <= 0:
-                return index + 1
-        index += 1
-    return len(lines)
-
-
-def _list_end(lines: list[str], start: int) -> int:
-    """Index after the list group starting at ``lines[start]``."""
-    base = _indent(lines[start])
-    index = start + 1
-    while index < len(lines):
-        line = lines[index]
-        if not line.strip():
-            following = index
-            while following < len(lines) and not lines[following].strip():
-                following += 1
-            # A blank line ends the list unless another item or an indented
-            # continuation follows.
-            if following < len(lines) and (_LIST_ITEM.match(lines[following]) or _indent(lines[following]) > base):
-                index = following
-                continue
-            break
-        if _fence_opening(line) is not None:
-            if _indent(line) > base:
-                index = _fence_end(lines, index)
-                continue
-            break
-        if _LIST_ITEM.match(line) or _indent(line) > base:
-            index += 1
-            continue
-        if _TABLE_LINE.match(line) or _ADMONITION_OPEN.match(line) or _ADMONITION_CLOSE.match(line):
-            break
-        index += 1  # lazy continuation of the last item
-    return index
-
-
-def _starts_block(line: str) -> bool:
-    """Whether ``line`` interrupts a paragraph."""
-    return bool(
-        _fence_opening(line) is not None
-        or _ADMONITION_OPEN.match(line)
-        or _ADMONITION_CLOSE.match(line)
-        or _TABLE_LINE.match(line)
-        or _LIST_ITEM.match(line)
-    )
-
-
-def _parse_blocks(lines: list[str]) -> list[tuple[str, str]]:
-    """Cut section lines into (kind, text) blocks.
-
-    Kinds: ``code``, ``admonition``, ``table``, ``list``, ``paragraph``.
-    Trailing whitespace is stripped from every line except inside code.
-    """
-    blocks: list[tuple[str, str]] = []
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        if not line.strip():
-            index += 1
-            continue
-        if _fence_opening(line) is not None:
-            kind, end = "code", _fence_end(lines, index)
-        elif _ADMONITION_OPEN.match(line):
-            kind, end = "admonition", _admonition_end(lines, index)
-        elif _TABLE_LINE.match(line):
-            kind, end = "table", index + 1
-            while end < len(lines) and _TABLE_LINE.match(lines[end]):
-                end += 1
-        elif _LIST_ITEM.match(line):
-            kind, end = "list", _list_end(lines, index)
-        else:
-            kind, end = "paragraph", index + 1
-            while end < len(lines) and lines[end].strip() and not _starts_block(lines[end]):
-                end += 1
-        chunk_lines = lines[index:end]
-        if kind != "code":
-            chunk_lines = [l.rstrip() for l in chunk_lines]
-        blocks.append((kind, "\n".join(chunk_lines).rstrip()))
-        index = end
-    return blocks
 
 
 # --- sentences and words ----------------------------------------------------
@@ -354,17 +170,17 @@ def _units_from_spans(parent: _Unit, kind: str, spans: list[tuple[int, int]]) ->
 def _list_item_spans(text: str) -> list[tuple[int, int]]:
     """Character spans of the top-level items of a list block."""
     lines = text.split("\n")
-    base = _indent(lines[0])
+    base = indent(lines[0])
     cuts: list[int] = []
     offset = 0
     fence: str | None = None
     for number, line in enumerate(lines):
         if fence is not None:
-            if _closes_fence(line, fence):
+            if closes_fence(line, fence):
                 fence = None
-        elif (opened := _fence_opening(line)) is not None:
+        elif (opened := fence_opening(line)) is not None:
             fence = opened
-        elif number > 0 and _LIST_ITEM.match(line) and _indent(line) <= base + 1:
+        elif number > 0 and LIST_ITEM.match(line) and indent(line) <= base + 1:
             cuts.append(offset)
         offset += len(line) + 1
     return _trimmed_spans(text, cuts)
@@ -561,7 +377,7 @@ class _Packer:
             if len(items) > 1:
                 return _units_from_spans(unit, "item", items)
             kind = "item"
-        if kind == "item" and any(_fence_opening(line) for line in text.split("\n")):
+        if kind == "item" and any(fence_opening(line) for line in text.split("\n")):
             return None  # never cut inside a fence, even one nested in a list
         if kind in ("paragraph", "item"):
             sentences = _sentence_spans(text)
@@ -585,7 +401,7 @@ class _Packer:
     def _split_table(self, unit: _Unit) -> list[_Unit] | None:
         """Row groups that each fit, every one repeating the header rows."""
         lines = unit.text.split("\n")
-        header_size = 2 if len(lines) > 1 and _TABLE_SEPARATOR.match(lines[1]) else 1
+        header_size = 2 if len(lines) > 1 and TABLE_SEPARATOR.match(lines[1]) else 1
         header, rows = lines[:header_size], lines[header_size:]
         if len(rows) < 2:
             return None
@@ -606,14 +422,14 @@ class _Packer:
         """Parts of an admonition, each wrapped in the original ``:::`` lines."""
         lines = unit.text.split("\n")
         opener = lines[0]
-        closer = lines[-1] if len(lines) > 1 and _ADMONITION_CLOSE.match(lines[-1]) else None
+        closer = lines[-1] if len(lines) > 1 and ADMONITION_CLOSE.match(lines[-1]) else None
         inner = lines[1:-1] if closer is not None else lines[1:]
         wrapper = _Unit("admonition", f"{opener}\n{closer or ''}", unit.section, unit.block)
         room = self._max - self._count(_render([*self._units, wrapper]))
         if room < _MIN_ADMONITION_ROOM:
             return None
         inner_packer = _Packer(room, 0, self._count, {})
-        for number, (kind, text) in enumerate(_parse_blocks(inner)):
+        for number, (kind, text) in enumerate(parse_blocks(inner)):
             inner_packer.add(_Unit(kind, text, 0, number))
         inner_packer.finish()
         if len(inner_packer.chunks) < 2:
@@ -678,7 +494,7 @@ def chunk_markdown(
         TypeError: A size is not an int.
     """
     _check_sizes(max_tokens, overlap_tokens)
-    sections = _split_sections(body.replace("\r\n", "\n").replace("\r", "\n"), title)
+    sections = split_sections(body.replace("\r\n", "\n").replace("\r", "\n"), title)
 
     headings: dict[int, _Unit] = {}
     section_units: list[list[_Unit]] = []
@@ -687,7 +503,7 @@ def chunk_markdown(
         if section.heading is not None:
             headings[index] = _Unit("heading", section.heading, index, -1)
         units: list[_Unit] = []
-        for kind, text in _parse_blocks(section.lines):
+        for kind, text in parse_blocks(section.lines):
             units.append(_Unit(kind, text, index, next_block))
             next_block += 1
         section_units.append(units)

@@ -304,7 +304,7 @@ table{border-collapse:collapse;width:100%;margin:.6rem 0 1.4rem;font-size:.92rem
 th,td{border-bottom:1px solid #e3e6ec;padding:.35rem .5rem;text-align:left;vertical-align:top}
 th{background:#f4f6fa}.pass{color:#1f8a4c;font-weight:600}.fail{color:#c0392b;font-weight:600}
 section{border:1px solid #e3e6ec;border-radius:8px;padding:.8rem 1.1rem;margin:1rem 0}
-section h2{margin:.2rem 0 .4rem;font-size:1.15rem}.figs img{max-width:48%;margin:.3rem;border:1px solid #e3e6ec}
+section h2{margin:.2rem 0 .4rem;font-size:1.15rem}.figs img{display:block;max-width:100%;margin:.6rem 0;border:1px solid #e3e6ec}
 code{background:#f4f6fa;padding:0 .25rem;border-radius:3px}
 """
 
