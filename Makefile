@@ -26,8 +26,10 @@ test: sample
 	$(PY) -m pytest tests
 	$(PY) -m pytest --nbval notebooks --nbval-kernel-name $(KERNEL) --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
 
+# JupyterLab with the project kernel, on this machine only (127.0.0.1). Jupyter refuses to run
+# as root unless told, which containers often are.
 lab: setup
-	$(VENV)/bin/jupyter lab --notebook-dir=notebooks
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Re-execute the notebooks in place to record new reference outputs for nbval
 # (after an intended change in retrieval behaviour; review the diff before committing).

@@ -136,6 +136,7 @@ class CollectionStats(BaseModel):
     segments_count: int | None
     disk_data_size_bytes: int | None
     ram_data_size_bytes: int | None
+    source_files: int | None = None
     indexed_fields: list[str] = Field(default_factory=list)
     unreported: list[UnreportedField] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)

@@ -144,6 +144,30 @@ def _new_run_dir(parent: Path, profile: str) -> Path:
     raise ConfigurationError(f"cannot create a new run folder under {parent}", variable="--out")
 
 
+def _ipc_kernel_manager() -> type:
+    """A KernelManager that talks to its kernel over Unix sockets in the temp folder.
+
+    Kernels inherit the environment, API keys included; over IPC they listen on
+    no TCP port at all (and do not warn about unencrypted TCP on every start).
+    """
+    import tempfile
+    import uuid
+
+    from jupyter_client.manager import KernelManager
+    from traitlets import default
+
+    class IPCKernelManager(KernelManager):
+        @default("transport")
+        def _default_transport(self) -> str:
+            return "ipc"
+
+        @default("ip")
+        def _default_ip(self) -> str:
+            return os.path.join(tempfile.gettempdir(), f"retrieval-lib-kernel-{uuid.uuid4().hex[:12]}")
+
+    return IPCKernelManager
+
+
 def _kernel_name() -> str:
     from jupyter_client.kernelspec import KernelSpecManager
 
@@ -262,6 +286,7 @@ def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, t
         pm.execute_notebook(
             str(nb), str(executed), parameters=nb_params, kernel_name=kernel, cwd=str(PROJECT_ROOT),
             progress_bar=False, log_output=False, execution_timeout=timeout,
+            kernel_manager_class=_ipc_kernel_manager(),
         )
     except pm.PapermillExecutionError as err:
         error = f"cell {err.exec_count}: {err.ename}: {err.evalue}".splitlines()[0][:500]

@@ -355,8 +355,18 @@ class VectorStore:
             warnings.append("the collection is empty: every search will return no results")
         elif vector_count < 10:
             warnings.append(f"the collection holds only {vector_count} points (< 10): results say little")
+        source_files = None
+        if vector_count:
+            try:
+                source_files = len(self.distinct_values(collection, "source_file"))
+            except VectorStoreError:
+                unreported.append(UnreportedField(
+                    field="source_files", reason="the server could not facet on source_file (no keyword index?)"))
+        else:
+            source_files = 0
         return CollectionStats(
             collection=collection,
+            source_files=source_files,
             location=self.location,
             vector_count=vector_count,
             points_count=info.points_count,
