@@ -19,6 +19,7 @@ from dataclasses import dataclass
 from typing import Hashable, Mapping, Sequence
 
 from .models import SearchResponse
+from .search import SCORE_TOLERANCE
 
 __all__ = ["jaccard", "rbo", "kendall_tau_shared", "RankingComparison", "compare_rankings",
            "repeat_search", "consistency_frame", "summarise_by_query", "min_adjacent_gap"]
@@ -126,7 +127,7 @@ class RankingComparison:
     identical: bool
 
 
-def compare_rankings(reference: SearchResponse, other: SearchResponse, *, tolerance: float = 1e-6,
+def compare_rankings(reference: SearchResponse, other: SearchResponse, *, tolerance: float = SCORE_TOLERANCE,
                      p: float = 0.9) -> RankingComparison:
     """Compare ``other`` with ``reference`` (ids, order, scores and overlap).
 
@@ -174,7 +175,7 @@ def repeat_search(retriever, queries: Sequence[str], repeats: int, top_k: int) -
 
 def consistency_frame(reference: Mapping[str, SearchResponse],
                       runs: Mapping[str, Mapping[str, Sequence[SearchResponse]]], *,
-                      tolerance: float = 1e-6, p: float = 0.9, decimals: int = 6):
+                      tolerance: float = SCORE_TOLERANCE, p: float = 0.9, decimals: int = 6):
     """One row per (query, phase, run): each run compared with the query's reference response.
 
     Args:

@@ -24,7 +24,7 @@ from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
 from .errors import ValidationError
-from .search import Retriever
+from .search import SCORE_TOLERANCE, Retriever
 
 __all__ = ["TimedSearch", "ConcurrentRun", "TIMING_FIELDS", "percentile", "latency_percentiles",
            "time_searches", "reference_rankings", "unstable_queries", "same_ranking", "run_concurrent"]
@@ -148,17 +148,19 @@ def reference_rankings(samples: Sequence[TimedSearch]) -> dict[str, Ranking]:
     return ref
 
 
-def same_ranking(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, float]], *, score_tol: float = 0.0) -> bool:
+def same_ranking(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, float]], *,
+                 score_tol: float = SCORE_TOLERANCE) -> bool:
     """True when both rankings list the same point ids in the same order with scores within ``score_tol``.
 
-    The default tolerance 0 asks for bit-identical scores.
+    The default is :data:`~retrieval_lib.search.SCORE_TOLERANCE` (scores are not
+    bit-stable between calls, see there); ``score_tol=0`` asks for bit-identical scores.
     """
     return len(a) == len(b) and all(
         ida == idb and abs(float(sa) - float(sb)) <= score_tol for (ida, sa), (idb, sb) in zip(a, b)
     )
 
 
-def unstable_queries(samples: Sequence[TimedSearch], *, score_tol: float = 0.0) -> list[str]:
+def unstable_queries(samples: Sequence[TimedSearch], *, score_tol: float = SCORE_TOLERANCE) -> list[str]:
     """Queries whose ranking differed between rounds of :func:`time_searches` (seed 000 SC-004), sorted."""
     ref = reference_rankings(samples)
     return sorted({s.query for s in samples if not same_ranking(s.ranking, ref[s.query], score_tol=score_tol)})
@@ -205,7 +207,7 @@ class ConcurrentRun:
 
 def run_concurrent(retriever: Retriever, queries: Sequence[str], n: int, concurrency: int, *,
                    reference: Mapping[str, Sequence[tuple[str, float]]] | None = None,
-                   timeout_s: float = 60.0, top_k: int = 5, score_tol: float = 0.0) -> ConcurrentRun:
+                   timeout_s: float = 60.0, top_k: int = 5, score_tol: float = SCORE_TOLERANCE) -> ConcurrentRun:
     """Submit ``n`` searches at once to a pool of ``concurrency`` threads and judge the answers.
 
     Search i is ``queries[i % len(queries)]``. The run is bounded: it waits at

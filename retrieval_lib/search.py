@@ -8,7 +8,8 @@ checks, once, that the embedder matches the collection (dimension, and the
 - :meth:`Retriever.search_many` for hundreds, embedding and querying in batches.
 
 Ranking is by Qdrant's score, highest first, ties broken by point id, so a
-repeated query returns the identical list (seed 000 SC-004).
+repeated query returns the identical list (seed 000 SC-004): the same ids in the
+same order, with scores equal to within :data:`SCORE_TOLERANCE`.
 """
 
 from __future__ import annotations
@@ -26,9 +27,19 @@ from .errors import ModelMismatchError, ValidationError, VectorStoreError
 from .models import CollectionStats, SearchResponse, SearchResult
 from .store import VectorStore
 
-__all__ = ["Retriever", "validate_query", "validate_params", "MAX_TOP_K"]
+__all__ = ["Retriever", "validate_query", "validate_params", "MAX_TOP_K", "SCORE_TOLERANCE"]
 
 MAX_TOP_K = 20
+
+#: Largest score difference at which two answers to the same query still count as identical.
+#: Scores are not bit-stable between calls: qdrant-client's local mode re-normalises the stored
+#: float32 vectors in place on every cosine search, which moves a repeated query's scores by
+#: ~1e-8 now and then (measured: 1 of 195 repeats, at most 8.9e-9); the same dot product can
+#: come out one float64 ulp apart between a sequential and a concurrent run (measured: 12 of
+#: 4,000 rankings, at most 5.6e-17); and a text embedded in a batch or alone differs in the last bits
+#: too. 1e-6 is 100x that noise and far below any score gap that matters; ties are decided at
+#: the same precision (6 decimals).
+SCORE_TOLERANCE = 1e-6
 # Extra candidates fetched so that a tie at the k-th place is broken by id, not by chance.
 _TIE_MARGIN = 5
 

@@ -151,8 +151,25 @@ def test_same_ranking():
     assert same_ranking(a, list(a))
     assert not same_ranking(a, [("2", 0.9), ("1", 0.8)])
     assert not same_ranking(a, a[:1])
-    assert not same_ranking(a, [("1", 0.9), ("2", 0.8000001)])
-    assert same_ranking(a, [("1", 0.9), ("2", 0.8000001)], score_tol=1e-6)
+    # last-bit noise (qdrant-client local mode moves repeated scores by ~1e-8) is the same ranking ...
+    assert same_ranking(a, [("1", 0.9), ("2", 0.8 + 9e-9)])
+    assert same_ranking(a, [("1", 0.9), ("2", 0.8000001)])
+    # ... a real score change is not, and score_tol=0 asks for bit-identical scores
+    assert not same_ranking(a, [("1", 0.9), ("2", 0.8 + 5e-6)])
+    assert not same_ranking(a, [("1", 0.9), ("2", 0.8 + 9e-9)], score_tol=0.0)
+
+
+def test_unstable_queries_ignores_last_bit_noise_but_flags_a_score_change(retriever):
+    samples = time_searches(retriever, QUERIES[:2], rounds=2)
+    first, second = samples[0], samples[2]
+    assert first.query == second.query == QUERIES[0]
+
+    def nudged(sample, by):
+        (pid, score), *rest = sample.ranking
+        return sample.__class__(**{**sample.__dict__, "ranking": ((pid, score + by), *rest)})
+
+    assert unstable_queries(samples[:2] + [nudged(second, 8.9e-9), samples[3]]) == []
+    assert unstable_queries(samples[:2] + [nudged(second, 1e-4), samples[3]]) == [QUERIES[0]]
 
 
 # ---------------------------------------------------------------------- concurrency

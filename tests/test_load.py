@@ -12,6 +12,8 @@ The 100 queries are varied (25 questions x 4 parameter sets: top_k, threshold,
 source_prefix, section). They run one after another through one Retriever,
 then all at once through ONE fresh shared Retriever (16 worker threads), so the
 lazy collection check and the filter cache are also exercised concurrently.
+"Same rankings" is the workbook's own definition: the same ids in the same order,
+scores within ``SCORE_TOLERANCE``.
 Throughput is printed, never asserted; only a generous overall bound
 (``CONCURRENT_BOUND_S``) stops a hang.
 """
@@ -26,6 +28,7 @@ import pytest
 from retrieval_lib.config import load_settings
 from retrieval_lib.embedders import CohereEmbedder
 from retrieval_lib.ingest import SAMPLE_BOOK, ingest
+from retrieval_lib.latency import same_ranking
 from retrieval_lib.search import Retriever
 from retrieval_lib.store import VectorStore
 
@@ -136,9 +139,15 @@ def concurrent(retriever: Retriever, queries: list[tuple[str, dict]]) -> tuple[l
 
 
 def assert_identical(seq: list, conc: list, queries: list[tuple[str, dict]]) -> None:
+    """Same ids in the same order, scores within SCORE_TOLERANCE (what the workbook calls identical).
+
+    Not bit-identical: qdrant-client's local mode re-normalises the stored vectors in place on every
+    search, so a repeated query's scores move by ~1e-8 now and then (CI once saw that here).
+    """
     assert len(seq) == len(conc) == N_QUERIES
-    differing = [queries[i] for i, (a, b) in enumerate(zip(seq, conc)) if a != b]
-    assert differing == [], f"{len(differing)} rankings differ between sequential and concurrent runs: {differing[:3]}"
+    differing = [(queries[i], a, b) for i, (a, b) in enumerate(zip(seq, conc)) if not same_ranking(a, b)]
+    assert differing == [], (f"{len(differing)} rankings differ between sequential and concurrent runs "
+                             f"(query, sequential, concurrent): {differing[:2]}")
     assert sum(1 for r in seq if r) >= N_QUERIES // 2  # the comparison is about real result lists
 
 

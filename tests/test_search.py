@@ -21,6 +21,7 @@ from retrieval_lib import (
     ValidationError,
     VectorStore,
 )
+from retrieval_lib.latency import same_ranking
 from retrieval_lib.search import validate_params, validate_query
 
 COLLECTION = "book"
@@ -144,14 +145,17 @@ def test_results_are_ordered_by_score_highest_first(retriever):
 def test_repeated_query_returns_the_identical_list(retriever):
     first = retriever.search("ROS 2 topics and nodes", top_k=10)
     for _ in range(3):
-        assert retriever.search("ROS 2 topics and nodes", top_k=10).ranking() == first.ranking()
+        again = retriever.search("ROS 2 topics and nodes", top_k=10)
+        assert [r.point_id for r in again.results] == [r.point_id for r in first.results]
+        # scores may move in the last bits (local mode re-normalises stored vectors), never more
+        assert same_ranking(again.ranking(), first.ranking())
 
 
 def test_top_k_limits_the_number_of_results(retriever):
     assert len(retriever.search("robots", top_k=1).results) == 1
     three = retriever.search("robots", top_k=3)
     assert three.total_results == 3
-    assert three.ranking() == retriever.search("robots", top_k=10).ranking()[:3]
+    assert same_ranking(three.ranking(), retriever.search("robots", top_k=10).ranking()[:3])
 
 
 def test_threshold_drops_chunks_below_it(retriever):
