@@ -3,7 +3,9 @@
 A "doc" is a small dict (id, source_file, source_url, title, section_title,
 content, chunk_sequence, total_chunks); :func:`make_payload` turns it into the
 full payload ingest writes (seed 000 FR-007), and :func:`fill_collection`
-embeds and upserts a list of docs.
+embeds and upserts a list of docs. ``figure_line`` collects the figures the
+suite measures (fault cases, hostile inputs, load throughput) for a summary
+section at the end of the run.
 """
 
 from __future__ import annotations
@@ -14,6 +16,24 @@ import hashlib
 from typing import Any, Sequence
 
 import pytest
+
+#: Figures the suite measured (fault cases run, hostile inputs tried, load throughput), printed
+#: in their own section at the end of the run by :func:`pytest_terminal_summary`.
+_FIGURES: list[str] = []
+
+
+@pytest.fixture(scope="session")
+def figure_line():
+    """``figure_line(text)`` adds a line to the "figures measured by the suite" summary section."""
+    return _FIGURES.append
+
+
+def pytest_terminal_summary(terminalreporter):
+    if _FIGURES:
+        terminalreporter.section("figures measured by the suite")
+        for line in _FIGURES:
+            terminalreporter.write_line(line)
+
 
 BOOK = "https://book.example"
 STAMP = "2025-01-15T10:00:00+00:00"

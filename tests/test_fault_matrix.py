@@ -80,19 +80,6 @@ _DROP = {"QUERY_MAX_CHARS", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_prox
 COVERED: list[str] = []
 
 
-def say(config, line: str) -> None:
-    """Write ``line`` to the terminal even while pytest captures output."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None:
-        return
-    if capman is None:
-        reporter.write_line(line)
-        return
-    with capman.global_and_fixture_disabled():
-        reporter.write_line(line)
-
-
 # --------------------------------------------------------------------------- environment
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -542,10 +529,10 @@ ISSUE_FAULTS = {
 
 
 @pytest.mark.timeout(10)
-def test_every_listed_fault_is_in_the_matrix(pytestconfig):
+def test_every_listed_fault_is_in_the_matrix(figure_line):
     defined = {c.id for c in CASES} | {"qdrant-locked-folder-cli", "qdrant-locked-folder-batch-run"}
     missing = [name for name, case_id in ISSUE_FAULTS.items() if case_id not in defined]
     assert missing == []
     line = (f"fault matrix: {len(defined)} fault cases defined ({len(CASES)} CLI-search cases + 2 locked-folder "
             f"cases), {len(set(COVERED))} run so far in this session; all {len(ISSUE_FAULTS)} listed faults covered")
-    say(pytestconfig, line)
+    figure_line(line)

@@ -54,25 +54,12 @@ _PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_pr
 TRIED = {"hypothesis": 0, "fixed": 0, "params": 0, "cli": 0}
 
 
-def say(config, line: str) -> None:
-    """Write ``line`` to the terminal even while pytest captures output."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None:
-        return
-    if capman is None:
-        reporter.write_line(line)
-        return
-    with capman.global_and_fixture_disabled():
-        reporter.write_line(line)
-
-
 @pytest.fixture(scope="module", autouse=True)
-def _report_counts(pytestconfig):
+def _report_counts(figure_line):
     yield
     line = (f"hostile input: {sum(TRIED.values())} inputs tried ({TRIED['hypothesis']} hypothesis examples, "
             f"{TRIED['fixed']} fixed battery, {TRIED['params']} bad-parameter cases, {TRIED['cli']} CLI runs)")
-    say(pytestconfig, line)
+    figure_line(line)
 
 
 class CountingEmbedder:

@@ -29,7 +29,7 @@ from retrieval_lib.config import load_settings
 from retrieval_lib.embedders import CohereEmbedder
 from retrieval_lib.ingest import SAMPLE_BOOK, ingest
 from retrieval_lib.latency import same_ranking
-from retrieval_lib.search import Retriever
+from retrieval_lib.search import SCORE_TOLERANCE, Retriever
 from retrieval_lib.store import VectorStore
 
 try:
@@ -58,28 +58,15 @@ QUESTIONS = [
 ]
 assert len(QUESTIONS) * 4 == N_QUERIES
 
-#: Throughput lines, reported at the end of the module.
+#: Throughput lines, added to the run's summary (conftest ``figure_line``) when the module ends.
 REPORT: list[str] = []
 
 
-def say(config, line: str) -> None:
-    """Write ``line`` to the terminal even while pytest captures output."""
-    reporter = config.pluginmanager.get_plugin("terminalreporter")
-    capman = config.pluginmanager.get_plugin("capturemanager")
-    if reporter is None:
-        return
-    if capman is None:
-        reporter.write_line(line)
-        return
-    with capman.global_and_fixture_disabled():
-        reporter.write_line(line)
-
-
 @pytest.fixture(scope="module", autouse=True)
-def _report(pytestconfig):
+def _report(figure_line):
     yield
     for line in REPORT:
-        say(pytestconfig, line)
+        figure_line(line)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -154,7 +141,7 @@ def assert_identical(seq: list, conc: list, queries: list[tuple[str, dict]]) -> 
 def record(backend: str, seq_s: float, conc_s: float, extra: str = "") -> None:
     REPORT.append(f"load [{backend}]: {N_QUERIES} sequential in {seq_s:.1f} s ({N_QUERIES / seq_s:.0f} q/s); "
                   f"{N_QUERIES} concurrent ({WORKERS} threads) in {conc_s:.1f} s ({N_QUERIES / conc_s:.0f} q/s), "
-                  f"0 errors, identical rankings{extra}")
+                  f"0 errors, identical rankings (ids, order, scores within {SCORE_TOLERANCE:g}){extra}")
 
 
 # --------------------------------------------------------------------------- embedded backend + MiniLM
