@@ -16,12 +16,13 @@ import statistics
 import time
 
 from retrieval_lib import Retriever
+from retrieval_lib.checks.latency import percentile
 from retrieval_lib.report import load_params_file
 
 
 def pct(values: list[float], q: float) -> float:
-    values = sorted(values)
-    return values[min(len(values) - 1, int(round(q * (len(values) - 1))))]
+    """The workbook's own percentile (linear), so the benchmark and notebook 06 agree; ``q`` in [0, 1]."""
+    return percentile(values, q * 100)
 
 
 def main() -> None:

@@ -25,9 +25,9 @@ from .config import Settings, load_settings
 from .embedders import Embedder, make_embedder
 from .errors import ModelMismatchError, ValidationError, VectorStoreError
 from .models import CollectionStats, SearchResponse, SearchResult
-from .store import VectorStore
+from .store import VectorStore, size_warning
 
-__all__ = ["Retriever", "validate_query", "validate_params", "MAX_TOP_K", "SCORE_TOLERANCE"]
+__all__ = ["Retriever", "ensure_compatible", "validate_query", "validate_params", "same_ranking", "MAX_TOP_K", "SCORE_TOLERANCE"]
 
 MAX_TOP_K = 20
 
@@ -40,6 +40,22 @@ MAX_TOP_K = 20
 #: too. 1e-6 is 100x that noise and far below any score gap that matters; ties are decided at
 #: the same precision (6 decimals).
 SCORE_TOLERANCE = 1e-6
+
+
+def same_ranking(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, float]], *,
+                 score_tol: float = SCORE_TOLERANCE) -> bool:
+    """The one definition of "the same answer": the same point ids in the same order, scores within ``score_tol``.
+
+    ``a`` and ``b`` are ``(point_id, raw_score)`` lists in rank order, as
+    :meth:`SearchResponse.ranking` gives them. The default tolerance is
+    :data:`SCORE_TOLERANCE` (scores are not bit-stable between calls, see there);
+    ``score_tol=0`` asks for bit-identical scores.
+    """
+    return len(a) == len(b) and all(
+        ida == idb and abs(float(sa) - float(sb)) <= score_tol for (ida, sa), (idb, sb) in zip(a, b)
+    )
+
+
 # Extra candidates fetched so that a tie at the k-th place is broken by id, not by chance.
 _TIE_MARGIN = 5
 
@@ -145,6 +161,60 @@ def _tie_may_continue(points: Sequence[Any], top_k: int, limit: int) -> bool:
     return scores[-1] >= scores[top_k - 1]
 
 
+def ensure_compatible(store: VectorStore, collection: str, embedder: Embedder, *,
+                      found_models: Iterable[str] | None = None, check_model: bool = True) -> list[str]:
+    """The one rule for "this embedder may query (or add to) this collection".
+
+    The collection's vector size must equal the embedder's dimension, and every
+    ``model_version`` its chunks carry must be the embedder's model. Search checks
+    it before the first query, ingest before the first write.
+
+    Args:
+        found_models: the ``model_version`` values already known (ingest has read
+            them); by default they are read with a facet over the whole collection.
+        check_model: False checks the dimension only.
+
+    Returns:
+        The distinct ``model_version`` values found (empty when chunks carry none).
+
+    Raises:
+        CollectionNotFoundError: the collection does not exist.
+        ModelMismatchError: sizes differ, or a chunk was embedded with another model.
+    """
+    _, size, _ = store.vector_params(collection)
+    model = embedder.model
+    advice = ("set EMBEDDING_PROVIDER/EMBEDDING_MODEL to the model the collection was built with, or rebuild it "
+              "with this model (`python -m retrieval_lib ingest --recreate`)")
+    if size is not None and size != embedder.dimension:
+        raise ModelMismatchError(
+            f"collection {collection!r} holds {size}-dimensional vectors but the configured embedder "
+            f"({embedder.provider}, {model}) makes {embedder.dimension}-dimensional ones: {advice}",
+            collection_dimension=size, embedder_dimension=embedder.dimension,
+            collection_model=None, configured_model=model,
+        )
+    if not check_model:
+        return []
+    if found_models is None:
+        try:  # every model_version in the collection, not just the first chunk's
+            found_models = store.distinct_values(collection, "model_version")
+        except VectorStoreError:  # e.g. a server collection without a keyword index on model_version
+            sample = next(store.scroll(collection, with_payload=["model_version"], batch_size=1), None)
+            first = (sample.payload or {}).get("model_version") if sample is not None else None
+            found_models = [str(first)] if first else []
+    found = sorted({str(m) for m in found_models if m not in (None, "")})
+    foreign = [m for m in found if m != model]
+    if foreign:
+        raise ModelMismatchError(
+            f"collection {collection!r} was embedded with {', '.join(map(repr, foreign))} but the configured "
+            f"embedder is {model!r}; scores would be meaningless. Set EMBEDDING_MODEL={foreign[0]} (and the matching "
+            "EMBEDDING_PROVIDER), or rebuild the collection with this model "
+            "(`python -m retrieval_lib ingest --recreate`)",
+            collection_dimension=size, embedder_dimension=embedder.dimension,
+            collection_model=foreign[0], configured_model=model,
+        )
+    return found
+
+
 class Retriever:
     """Search one collection with one embedder.
 
@@ -201,43 +271,15 @@ class Retriever:
         """
         if self._checked:
             return self._collection_warnings
-        _, size, _ = self.store.vector_params(self.collection)
-        model = self.embedder.model
-        if size is not None and size != self.embedder.dimension:
-            raise ModelMismatchError(
-                f"collection {self.collection!r} holds {size}-dimensional vectors but the configured embedder "
-                f"({self.embedder.provider}, {model}) makes {self.embedder.dimension}-dimensional ones: set "
-                "EMBEDDING_PROVIDER/EMBEDDING_MODEL to the model the collection was built with, or re-ingest "
-                "with --recreate",
-                collection_dimension=size, embedder_dimension=self.embedder.dimension,
-                collection_model=None, configured_model=model,
-            )
         warnings: list[str] = []
         count = self.store.count(self.collection)
-        if count == 0:
-            warnings.append(f"collection {self.collection!r} is empty: no query can return results")
-        elif count < 10:
-            warnings.append(f"collection {self.collection!r} holds only {count} points (< 10)")
-        if self.check_model and count:
-            try:  # every model_version in the collection, not just the first chunk's
-                found_models = sorted(self.store.distinct_values(self.collection, "model_version"))
-            except VectorStoreError:  # e.g. a server collection without a keyword index on model_version
-                sample = next(self.store.scroll(self.collection, with_payload=["model_version"], batch_size=1), None)
-                first = (sample.payload or {}).get("model_version") if sample is not None else None
-                found_models = [str(first)] if first else []
-            foreign = [m for m in found_models if m != model]
-            found = foreign[0] if foreign else (found_models[0] if found_models else None)
-            if foreign:
-                raise ModelMismatchError(
-                    f"collection {self.collection!r} was embedded with {', '.join(map(repr, foreign))} but queries "
-                    "would be embedded "
-                    f"with {model!r}; scores would be meaningless. Set EMBEDDING_MODEL={found} (and the matching "
-                    "EMBEDDING_PROVIDER), or re-ingest with --recreate",
-                    collection_dimension=size, embedder_dimension=self.embedder.dimension,
-                    collection_model=found, configured_model=model,
-                )
-            if not found:
-                warnings.append("chunks carry no model_version: the embedding model cannot be cross-checked")
+        small = size_warning(self.collection, count)
+        if small:
+            warnings.append(small)
+        found = ensure_compatible(self.store, self.collection, self.embedder,
+                                  check_model=self.check_model and count > 0)
+        if self.check_model and count and not found:
+            warnings.append("chunks carry no model_version: the embedding model cannot be cross-checked")
         self._collection_warnings = warnings
         self._checked = True
         return warnings

@@ -32,7 +32,7 @@ from .errors import (
 )
 from .models import CollectionStats, UnreportedField
 
-__all__ = ["VectorStore", "INDEXED_FIELDS"]
+__all__ = ["VectorStore", "INDEXED_FIELDS", "SMALL_COLLECTION", "size_warning"]
 
 log = logging.getLogger(__name__)
 
@@ -44,6 +44,22 @@ INDEXED_FIELDS: dict[str, str] = {
     "content_hash": "keyword",
     "model_version": "keyword",
 }
+
+#: Below this many points a collection says little about retrieval quality.
+SMALL_COLLECTION = 10
+
+
+def size_warning(collection: str, points: int) -> str | None:
+    """The one warning for an empty or very small collection (None when it is large enough).
+
+    Search, statistics and the health check all say it in these words, so a
+    report that gathers warnings from all three can de-duplicate them exactly.
+    """
+    if points == 0:
+        return f"collection {collection!r} is empty: every search will return no results"
+    if points < SMALL_COLLECTION:
+        return f"collection {collection!r} holds only {points} points (< {SMALL_COLLECTION}): results say little"
+    return None
 
 
 class VectorStore:
@@ -351,10 +367,9 @@ class VectorStore:
         ))
         if self.kind != "server":
             warnings.append("local mode searches exactly (no HNSW index): timings differ from a Qdrant server")
-        if vector_count == 0:
-            warnings.append("the collection is empty: every search will return no results")
-        elif vector_count < 10:
-            warnings.append(f"the collection holds only {vector_count} points (< 10): results say little")
+        small = size_warning(collection, vector_count)
+        if small:
+            warnings.append(small)
         source_files = None
         if vector_count:
             try:

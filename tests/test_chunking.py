@@ -1,4 +1,4 @@
-"""Tests for retrieval_lib.chunking: heading-aware token-window chunking."""
+"""Tests for retrieval_lib.ingest.chunking: heading-aware token-window chunking."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval_lib.chunking import Chunk, chunk_markdown, default_count_tokens
+from retrieval_lib.ingest.chunking import Chunk, chunk_markdown, default_count_tokens
 
 
 def sentences(tag: str, count: int) -> str:

@@ -8,7 +8,7 @@ import random
 import pytest
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.consistency import (
+from retrieval_lib.checks.consistency import (
     compare_rankings,
     consistency_frame,
     jaccard,

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.coverage import (
+from retrieval_lib.checks.coverage import (
     CoverageQuery,
     SourceFile,
     build_queries,

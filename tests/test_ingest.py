@@ -22,7 +22,7 @@ from typing import Any, Sequence
 import pytest
 
 from retrieval_lib import PAYLOAD_FIELDS, DocumentError, ModelMismatchError, VectorStore
-from retrieval_lib.chunking import default_count_tokens
+from retrieval_lib.ingest.chunking import default_count_tokens
 from retrieval_lib.embedders import Embedder
 from retrieval_lib.ingest import IngestSummary, ingest, point_id_for, prepare_documents
 

@@ -8,15 +8,15 @@ import time
 import numpy as np
 import pytest
 
+from retrieval_lib.search import same_ranking
 from retrieval_lib import EmbeddingError, Retriever, ValidationError, VectorStore
-from retrieval_lib.latency import (
+from retrieval_lib.checks.latency import (
     TIMING_FIELDS,
     ConcurrentRun,
     latency_percentiles,
     percentile,
     reference_rankings,
     run_concurrent,
-    same_ranking,
     time_searches,
     unstable_queries,
 )

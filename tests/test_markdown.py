@@ -1,4 +1,4 @@
-"""Tests for retrieval_lib.markdown: reading Docusaurus documents."""
+"""Tests for retrieval_lib.ingest.documents: reading Docusaurus documents."""
 
 from __future__ import annotations
 
@@ -7,7 +7,7 @@ from pathlib import Path
 import pytest
 
 from retrieval_lib.errors import DocumentError
-from retrieval_lib.markdown import (
+from retrieval_lib.ingest.documents import (
     MarkdownDoc,
     discover_documents,
     docusaurus_route,

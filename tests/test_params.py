@@ -8,7 +8,7 @@ import papermill as pm
 import pytest
 
 from retrieval_lib.config import PROJECT_ROOT
-from retrieval_lib.golden import load_golden_set
+from retrieval_lib.checks.golden import load_golden_set
 from retrieval_lib.report import load_params_file
 from retrieval_lib.runner import list_notebooks, load_profile
 

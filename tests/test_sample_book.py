@@ -15,9 +15,9 @@ from typing import Any
 import pytest
 
 from retrieval_lib import PAYLOAD_FIELDS, PROJECT_ROOT, Retriever, VectorStore
-from retrieval_lib.golden import load_golden_set, matches
+from retrieval_lib.checks.golden import load_golden_set, matches
 from retrieval_lib.ingest import DEFAULT_BASE_URL, SAMPLE_BOOK, IngestSummary, default_chunk_tokens, ingest, point_id_for
-from retrieval_lib.markdown import is_stub, read_document
+from retrieval_lib.ingest.documents import is_stub, read_document
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

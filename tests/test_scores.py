@@ -8,7 +8,7 @@ import pytest
 from qdrant_client import models
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.scores import (
+from retrieval_lib.checks.scores import (
     clip_counts,
     judge_threshold,
     recommend_threshold,

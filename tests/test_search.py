@@ -21,7 +21,7 @@ from retrieval_lib import (
     ValidationError,
     VectorStore,
 )
-from retrieval_lib.latency import same_ranking
+from retrieval_lib.search import same_ranking
 from retrieval_lib.search import validate_params, validate_query
 
 COLLECTION = "book"

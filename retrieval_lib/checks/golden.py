@@ -38,10 +38,10 @@ from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from .errors import ValidationError
-from .models import SearchResponse, SearchResult
-from .report import load_params_file
-from .search import Retriever
+from ..errors import ValidationError
+from ..models import SearchResponse, SearchResult
+from ..report import load_params_file
+from ..search import Retriever
 
 __all__ = ["GoldenQuery", "NegativeQuery", "GoldenSet", "QueryOutcome", "ValidationReport",
            "load_golden_set", "evaluate_golden", "matches", "url_matches"]

@@ -24,7 +24,7 @@ import math
 from dataclasses import dataclass
 from typing import Iterable, Mapping, Sequence
 
-from .models import SearchResponse
+from ..models import SearchResponse
 
 __all__ = [
     "score_frame", "top1_scores", "clip_counts", "ClipCounts", "separation", "thresholds_grid",

@@ -13,8 +13,8 @@ from collections import Counter
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from .models import PAYLOAD_FIELDS
-from .store import VectorStore
+from ..models import PAYLOAD_FIELDS
+from ..store import VectorStore, size_warning
 
 __all__ = ["PayloadScan", "scan_payloads"]
 
@@ -85,10 +85,9 @@ def scan_payloads(store: VectorStore, collection: str, *, expected_model: str | 
     scan = PayloadScan(points=points, field_present=dict(present), complete_points=complete,
                        duplicate_hashes=duplicates, model_versions=dict(models), foreign_model_points=foreign,
                        points_per_file=dict(sorted(files.items())))
-    if points == 0:
-        scan.warnings.append("the collection is empty")
-    elif points < 10:
-        scan.warnings.append(f"the collection holds only {points} points (< 10)")
+    small = size_warning(collection, points)
+    if small:
+        scan.warnings.append(small)
     if duplicates:
         scan.warnings.append(f"{sum(duplicates.values()) - len(duplicates)} points repeat the text of another")
     if foreign:

@@ -15,7 +15,7 @@ repeated, admonition -> parts wrapped in their own ``:::`` fences); code is
 never split and may exceed the limit on its own.
 
 This module owns the packing; cutting the body into sections and blocks
-lives in :mod:`retrieval_lib.blocks`.
+lives in :mod:`retrieval_lib.ingest.blocks`.
 """
 
 from __future__ import annotations
@@ -32,7 +32,7 @@ from .blocks import (
     parse_blocks,
     split_sections,
 )
-from .mdsyntax import closes_fence, fence_opening
+from .syntax import closes_fence, fence_opening
 
 __all__ = ["Chunk", "default_count_tokens", "chunk_markdown"]
 

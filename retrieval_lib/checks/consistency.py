@@ -18,8 +18,8 @@ import math
 from dataclasses import dataclass
 from typing import Hashable, Mapping, Sequence
 
-from .models import SearchResponse
-from .search import SCORE_TOLERANCE
+from ..models import SearchResponse
+from ..search import SCORE_TOLERANCE, same_ranking
 
 __all__ = ["jaccard", "rbo", "kendall_tau_shared", "RankingComparison", "compare_rankings",
            "repeat_search", "consistency_frame", "summarise_by_query", "min_adjacent_gap"]
@@ -143,7 +143,7 @@ def compare_rankings(reference: SearchResponse, other: SearchResponse, *, tolera
     return RankingComparison(
         same_ids=set(ids_ref) == set(ids_oth), same_order=same_order, max_score_diff=max_diff,
         jaccard=jaccard(ids_ref, ids_oth), rbo=rbo(ids_ref, ids_oth, p), kendall_tau=kendall_tau_shared(ids_ref, ids_oth),
-        identical=same_order and max_diff <= tolerance,
+        identical=same_ranking(ref, oth, score_tol=tolerance),
     )
 
 

@@ -4,7 +4,7 @@ Owns the block grammar the chunker relies on: sections at ATX headings
 (outside code fences and admonitions), and within a section the blocks a
 chunk keeps whole where it can: fenced code, ``:::`` admonitions, tables,
 lists and paragraphs. Fence detection itself comes from
-:mod:`retrieval_lib.mdsyntax`.
+:mod:`retrieval_lib.ingest.syntax`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .mdsyntax import CLOSING_HASHES, HEADING_ID, closes_fence, fence_opening, with_fence_state
+from .syntax import CLOSING_HASHES, HEADING_ID, closes_fence, fence_opening, with_fence_state
 
 __all__ = [
     "ADMONITION_CLOSE",

@@ -23,11 +23,11 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Iterable, Mapping, Sequence
 
-from .errors import ValidationError
-from .search import SCORE_TOLERANCE, Retriever
+from ..errors import ValidationError
+from ..search import SCORE_TOLERANCE, Retriever, same_ranking
 
 __all__ = ["TimedSearch", "ConcurrentRun", "TIMING_FIELDS", "percentile", "latency_percentiles",
-           "time_searches", "reference_rankings", "unstable_queries", "same_ranking", "run_concurrent"]
+           "time_searches", "reference_rankings", "unstable_queries", "run_concurrent"]
 
 #: The per-call timings :func:`time_searches` records, in milliseconds.
 TIMING_FIELDS: tuple[str, ...] = ("embed_ms", "search_ms", "execution_time_ms", "call_ms")
@@ -148,16 +148,6 @@ def reference_rankings(samples: Sequence[TimedSearch]) -> dict[str, Ranking]:
     return ref
 
 
-def same_ranking(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, float]], *,
-                 score_tol: float = SCORE_TOLERANCE) -> bool:
-    """True when both rankings list the same point ids in the same order with scores within ``score_tol``.
-
-    The default is :data:`~retrieval_lib.search.SCORE_TOLERANCE` (scores are not
-    bit-stable between calls, see there); ``score_tol=0`` asks for bit-identical scores.
-    """
-    return len(a) == len(b) and all(
-        ida == idb and abs(float(sa) - float(sb)) <= score_tol for (ida, sa), (idb, sb) in zip(a, b)
-    )
 
 
 def unstable_queries(samples: Sequence[TimedSearch], *, score_tol: float = SCORE_TOLERANCE) -> list[str]:

@@ -25,11 +25,12 @@ from pathlib import Path
 from typing import Any, Iterable
 
 from .chunking import chunk_markdown
-from .config import Settings, load_settings
-from .embedders import Embedder, make_embedder
-from .errors import ConfigurationError, ModelMismatchError
-from .markdown import MarkdownDoc, discover_documents, is_stub, read_document
-from .store import VectorStore
+from ..config import Settings, load_settings
+from ..embedders import Embedder, make_embedder
+from ..errors import ConfigurationError
+from .documents import MarkdownDoc, discover_documents, is_stub, read_document
+from ..search import ensure_compatible
+from ..store import VectorStore
 
 __all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "PreparedChunk", "prepare_documents", "ingest",
            "ingest_from_settings", "point_id_for"]
@@ -37,7 +38,7 @@ __all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "PreparedChunk", 
 log = logging.getLogger(__name__)
 
 #: The sample book shipped with the package (the embedded default's corpus).
-SAMPLE_BOOK = Path(__file__).resolve().parent / "sample_book" / "docs"
+SAMPLE_BOOK = Path(__file__).resolve().parent.parent / "sample_book" / "docs"
 DEFAULT_BASE_URL = "https://physical-ai-book.example"
 _ID_NAMESPACE = uuid.UUID("6f0d7c59-3a1e-4f55-9d7e-1c5b2a9e8f10")
 
@@ -220,26 +221,11 @@ def ingest(
         summary.warnings.append(f"skipped {name}: empty or a stub (e.g. 'Coming soon')")
 
     if store.exists(collection) and not recreate:
-        _, size, _ = store.vector_params(collection)
-        if size is not None and size != embedder.dimension:
-            raise ModelMismatchError(
-                f"collection {collection!r} holds {size}-dimensional vectors; {embedder.model} makes "
-                f"{embedder.dimension}-dimensional ones. Re-run with --recreate to rebuild it with this model, "
-                "or choose another collection",
-                collection_dimension=size, embedder_dimension=embedder.dimension,
-                collection_model=None, configured_model=embedder.model,
-            )
+        ensure_compatible(store, collection, embedder, check_model=False)  # a wrong size: nothing is written
     store.create_collection(collection, embedder.dimension, recreate=recreate)
     existing = _existing_points(store, collection)
-    other_models = sorted({p.get("model_version") for pts in existing.values() for p in pts
-                           if p.get("model_version") not in (None, embedder.model)})
-    if other_models:
-        raise ModelMismatchError(
-            f"collection {collection!r} holds chunks embedded with {', '.join(other_models)}, not "
-            f"{embedder.model}. Re-run with --recreate to rebuild it with this model, or choose another collection",
-            collection_dimension=embedder.dimension, embedder_dimension=embedder.dimension,
-            collection_model=other_models[0], configured_model=embedder.model,
-        )
+    ensure_compatible(store, collection, embedder,
+                      found_models=(p.get("model_version") for pts in existing.values() for p in pts))
 
     todo: list[tuple[str, list[PreparedChunk]]] = []
     for source, chunks in prepared.items():

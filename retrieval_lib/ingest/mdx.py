@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 
-from .mdsyntax import closes_fence, fence_opening
+from .syntax import closes_fence, fence_opening
 
 __all__ = ["strip_mdx"]
 

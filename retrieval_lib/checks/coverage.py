@@ -28,8 +28,8 @@ from dataclasses import dataclass, field
 from typing import Any, Sequence
 from urllib.parse import urlsplit
 
-from .models import SearchResponse
-from .store import VectorStore
+from ..models import SearchResponse
+from ..store import VectorStore
 
 __all__ = ["SourceFile", "CoverageQuery", "FileCoverage", "scan_sources", "heading_queries",
            "build_queries", "measure_coverage", "coverage_frame", "missed_heading_queries", "prefix_share",

@@ -8,7 +8,7 @@ plugin rather than inventing its own scheme.
 
 MDX files also carry noise that means nothing to a reader or an embedding
 model: ``import`` lines, JSX wrappers such as ``<Tabs>`` and comments.
-:func:`strip_mdx` (defined in :mod:`retrieval_lib.mdx`, re-exported here)
+:func:`strip_mdx` (defined in :mod:`retrieval_lib.ingest.mdx`, re-exported here)
 drops that noise but never touches fenced code.
 """
 
@@ -24,8 +24,8 @@ from typing import Any
 
 import yaml
 
-from .errors import DocumentError
-from .mdsyntax import CLOSING_HASHES, HEADING_ID, with_fence_state
+from ..errors import DocumentError
+from .syntax import CLOSING_HASHES, HEADING_ID, with_fence_state
 from .mdx import strip_mdx
 
 __all__ = [

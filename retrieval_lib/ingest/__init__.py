@@ -1,0 +1,22 @@
+"""Ingest: markdown/MDX book in, chunks with full metadata embedded into a Qdrant collection.
+
+- :mod:`.documents` finds and reads the book's files (front matter, Docusaurus routes);
+- :mod:`.mdx` strips MDX syntax; :mod:`.syntax` holds the shared fence and heading rules;
+- :mod:`.blocks` splits a page into blocks; :mod:`.chunking` packs blocks into chunks;
+- :mod:`.pipeline` embeds and writes them, incrementally and convergently.
+"""
+
+from .pipeline import (
+    DEFAULT_BASE_URL,
+    SAMPLE_BOOK,
+    IngestSummary,
+    PreparedChunk,
+    default_chunk_tokens,
+    ingest,
+    ingest_from_settings,
+    point_id_for,
+    prepare_documents,
+)
+
+__all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "PreparedChunk", "prepare_documents", "ingest",
+           "ingest_from_settings", "default_chunk_tokens", "point_id_for"]
