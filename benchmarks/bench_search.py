@@ -17,7 +17,7 @@ import time
 
 from retrieval_lib import Retriever
 from retrieval_lib.checks.latency import percentile
-from retrieval_lib.report import load_params_file
+from retrieval_lib.params import load_query_sets
 
 
 def pct(values: list[float], q: float) -> float:
@@ -30,7 +30,7 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--queries", default="params/query_sets/sample_book.yaml")
     args = parser.parse_args()
-    queries = load_params_file(args.queries)["in_domain"]
+    queries = load_query_sets(args.queries, required=["in_domain"])["in_domain"]
 
     t0 = time.perf_counter()
     retriever = Retriever.from_settings()

@@ -29,16 +29,16 @@ from __future__ import annotations
 
 import math
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
-from typing import Mapping
 from urllib.parse import urlsplit, urlunsplit
 
 from dotenv import dotenv_values
 
 from .errors import ConfigurationError
 
-__all__ = ["PROJECT_ROOT", "Secret", "Settings", "load_settings", "redact_url"]
+__all__ = ["PROJECT_ROOT", "Secret", "Settings", "load_settings", "secret_values", "redact_url", "SECRET_VARIABLES"]
 
 #: The project folder (where ``notebooks/``, ``params/`` and ``outputs/`` live).
 #: Derived from the package location so kernels started anywhere agree on it.
@@ -114,7 +114,7 @@ class Settings:
         """``embedded`` for the local store, ``server`` for a URL."""
         return "server" if self.qdrant_url else "embedded"
 
-    def with_overrides(self, **changes) -> "Settings":
+    def with_overrides(self, **changes) -> Settings:
         """A copy with some fields changed (for notebooks and tests)."""
         return replace(self, **changes)
 
@@ -169,6 +169,32 @@ def _url(env: Mapping[str, str], name: str) -> str | None:
     return raw.rstrip("/")
 
 
+def _merged(env: Mapping[str, str] | None, dotenv_path: str | os.PathLike[str] | None) -> dict[str, str]:
+    """The variables settings are read from: ``.env`` first, the environment (or ``env``) over it."""
+    merged: dict[str, str] = {}
+    if dotenv_path is None and env is None:
+        dotenv_path = PROJECT_ROOT / ".env"
+    if dotenv_path is not None and Path(dotenv_path).is_file():
+        merged.update({k: v for k, v in dotenv_values(dotenv_path).items() if v is not None})
+    merged.update(os.environ if env is None else env)
+    return merged
+
+
+#: The variables whose values are secrets.
+SECRET_VARIABLES = ("COHERE_API_KEY", "QDRANT_API_KEY")
+
+
+def secret_values(env: Mapping[str, str] | None = None, *,
+                  dotenv_path: str | os.PathLike[str] | None = None) -> set[str]:
+    """The secret values :func:`load_settings` would see (environment and ``.env``), for leak checks.
+
+    Read from the same sources as :func:`load_settings`, without validating the
+    rest, so a check for leaked keys works even where the settings are invalid.
+    """
+    merged = _merged(env, dotenv_path)
+    return {v.strip() for name in SECRET_VARIABLES if (v := merged.get(name)) and v.strip()}
+
+
 def load_settings(
     env: Mapping[str, str] | None = None,
     *,
@@ -188,12 +214,7 @@ def load_settings(
         ConfigurationError: a setting is missing or invalid; the message names
             the variable and never its value.
     """
-    merged: dict[str, str] = {}
-    if dotenv_path is None and env is None:
-        dotenv_path = PROJECT_ROOT / ".env"
-    if dotenv_path is not None and Path(dotenv_path).is_file():
-        merged.update({k: v for k, v in dotenv_values(dotenv_path).items() if v is not None})
-    merged.update(os.environ if env is None else env)
+    merged = _merged(env, dotenv_path)
 
     provider = (merged.get("EMBEDDING_PROVIDER") or "local").strip().lower()
     if provider not in PROVIDERS:

@@ -15,13 +15,12 @@ from __future__ import annotations
 
 import logging
 import math
-import os
 import random
 import threading
 import time
-import warnings
+from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Callable, Protocol, Sequence, runtime_checkable
+from typing import Protocol, runtime_checkable
 
 from .config import LOCAL_MODEL, Settings
 from .errors import (
@@ -93,20 +92,14 @@ def _load_sentence_transformer(model: str):
     key = str(folder)
     with _MODEL_LOCK:
         if key not in _MODEL_CACHE:
-            # Never reach for a hub: everything needed is on disk.
-            os.environ.setdefault("HF_HUB_OFFLINE", "1")
-            os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
-            os.environ.setdefault("TOKENIZERS_PARALLELISM", "false")
-            # Without ipywidgets, tqdm.auto warns on import inside notebook kernels; the bars
-            # still work as text, so the warning is noise in every notebook's output.
-            warnings.filterwarnings("ignore", message="IProgress not found")
             from transformers.utils import logging as hf_logging
 
             hf_logging.set_verbosity_error()
             hf_logging.disable_progress_bar()
             from sentence_transformers import SentenceTransformer
 
-            _MODEL_CACHE[key] = SentenceTransformer(key, device="cpu")
+            # Never reach for a hub: everything needed is on disk (local_files_only, and a folder path).
+            _MODEL_CACHE[key] = SentenceTransformer(key, device="cpu", local_files_only=True)
         return _MODEL_CACHE[key]
 
 

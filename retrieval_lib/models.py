@@ -61,7 +61,7 @@ class SearchResult(BaseModel):
     missing_fields: list[str] = Field(default_factory=list)
 
     @classmethod
-    def from_point(cls, point_id: Any, score: float, payload: dict[str, Any] | None) -> "SearchResult":
+    def from_point(cls, point_id: Any, score: float, payload: dict[str, Any] | None) -> SearchResult:
         """Build a result from a Qdrant point id, score and payload."""
         payload = payload or {}
         values = {name: payload.get(name) for name in PAYLOAD_FIELDS}

@@ -24,7 +24,7 @@ from typing import Any
 
 from .config import PROJECT_ROOT
 
-__all__ = ["Gate", "NotebookReport", "resolve_run_dir", "load_params_file"]
+__all__ = ["Gate", "NotebookReport", "NotebookRun", "open_run", "resolve_run_dir"]
 
 
 def resolve_run_dir(run_dir: str | os.PathLike[str] | None) -> Path:
@@ -42,22 +42,6 @@ def resolve_run_dir(run_dir: str | os.PathLike[str] | None) -> Path:
             path = PROJECT_ROOT / path
     path.mkdir(parents=True, exist_ok=True)
     return path
-
-
-def load_params_file(path: str | os.PathLike[str]) -> dict[str, Any]:
-    """Read a YAML file under the project (golden sets, query sets), relative paths from the project root."""
-    import yaml
-
-    p = Path(path)
-    if not p.is_absolute():
-        p = PROJECT_ROOT / p
-    with p.open(encoding="utf-8") as fh:
-        data = yaml.safe_load(fh) or {}
-    if not isinstance(data, dict):
-        from .errors import ValidationError
-
-        raise ValidationError(f"{p.name} must hold a YAML mapping at the top level", field=str(path))
-    return data
 
 
 def _jsonable(value: Any) -> Any:
@@ -156,16 +140,21 @@ class NotebookReport:
     def passed(self) -> bool:
         return all(g.passed for g in self.gates)
 
-    def save(self) -> Path:
-        """Write ``metrics/<notebook>.json``; returns its path."""
+    def save(self, *, status: str = "complete", error: str | None = None) -> Path:
+        """Write ``metrics/<notebook>.json``; returns its path.
+
+        ``status`` is ``"complete"`` when the notebook ran to its end, ``"error"``
+        when a cell raised (``error`` then holds the one-line reason).
+        """
         folder = self.run_dir / "metrics"
         folder.mkdir(exist_ok=True)
         path = folder / f"{self.notebook}.json"
         data = {
             "notebook": self.notebook,
             "title": self.title,
-            "status": "complete",
-            "passed": self.passed,
+            "status": status,
+            "error": error,
+            "passed": self.passed and status == "complete",
             "gates": [asdict(g) for g in self.gates],
             "metrics": self.metrics,
             "figures": self.figures,
@@ -182,3 +171,118 @@ class NotebookReport:
         lines = [str(g) for g in self.gates] + [f"- {f}" for f in self.findings]
         verdict = "ALL GATES PASSED" if self.passed else "SOME GATES FAILED"
         return "\n".join(lines + [verdict if self.gates else "no gates"])
+
+
+class NotebookRun:
+    """One notebook's run: its report and (opened on first use) its retriever and store.
+
+    Build it with :func:`open_run` in a notebook's first code cell and call
+    :meth:`finish` in its last. Whatever happens in between, the run is saved:
+    in an IPython kernel a hook fires after every cell, and when a cell raises
+    it saves ``metrics.json`` with status ``"error"`` and releases the store
+    (the embedded folder's lock), so a failed notebook still leaves a record
+    and never blocks the next one.
+    """
+
+    def __init__(self, notebook: str, title: str, run_dir: str | os.PathLike[str] | None = None, *,
+                 settings: Any = None) -> None:
+        self.report = NotebookReport(notebook, title, run_dir)
+        self._settings = settings
+        self._retriever: Any = None
+        self.finished = False
+        self._hooked = self._register_hook()
+
+    @property
+    def settings(self) -> Any:
+        """The :class:`~retrieval_lib.config.Settings` this run uses (environment and ``.env``)."""
+        if self._settings is None:
+            from .config import load_settings
+
+            self._settings = load_settings()
+        return self._settings
+
+    @property
+    def retriever(self) -> Any:
+        """The :class:`~retrieval_lib.search.Retriever` for the configured store and embedder (opened once)."""
+        if self._retriever is None:
+            from .search import Retriever
+
+            self._retriever = Retriever.from_settings(self.settings)
+        return self._retriever
+
+    @property
+    def store(self) -> Any:
+        """The retriever's :class:`~retrieval_lib.store.VectorStore`."""
+        return self.retriever.store
+
+    @property
+    def collection(self) -> str:
+        return str(self.settings.collection_name)
+
+    def describe(self) -> str:
+        """One line naming what is validated: collection, store location, embedder."""
+        r = self.retriever
+        return (f"collection {r.collection!r} at {r.store.location} ({r.store.kind}); "
+                f"embedder {r.embedder.provider} / {r.embedder.model} ({r.embedder.dimension} dimensions)")
+
+    def close(self) -> None:
+        """Release the store (and the embedded folder's lock)."""
+        if self._retriever is not None:
+            self._retriever.close()
+            self._retriever = None
+
+    def finish(self) -> str:
+        """Save the report, close the store, and return the gates and findings as text."""
+        self.report.save()
+        self.finished = True
+        self.close()
+        self._unregister_hook()
+        return self.report.summary()
+
+    # ------------------------------------------------------------------ kernel hook
+    def _on_cell(self, result: Any) -> None:
+        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+        if error is None or self.finished:
+            return
+        reason = f"{type(error).__name__}: {error}".splitlines()[0][:500]
+        try:
+            self.report.save(status="error", error=reason)
+        finally:
+            self.close()
+
+    def _register_hook(self) -> bool:
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover - IPython ships with the notebook stack
+            return False
+        shell = get_ipython()
+        if shell is None:
+            return False
+        shell.events.register("post_run_cell", self._on_cell)
+        return True
+
+    def _unregister_hook(self) -> None:
+        if not self._hooked:
+            return
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            try:
+                shell.events.unregister("post_run_cell", self._on_cell)
+            except ValueError:
+                pass
+        self._hooked = False
+
+
+def open_run(notebook: str, title: str, run_dir: str | os.PathLike[str] | None = None, *,
+             settings: Any = None) -> NotebookRun:
+    """Open a notebook's run (see :class:`NotebookRun`): the one set-up every notebook starts with.
+
+    Args:
+        notebook: short name, e.g. ``"03_source_coverage"``.
+        title: the question the notebook answers.
+        run_dir: the run folder papermill passes; empty for interactive runs (``outputs/interactive``).
+        settings: explicit settings (tests); default :func:`~retrieval_lib.config.load_settings`.
+    """
+    return NotebookRun(notebook, title, run_dir, settings=settings)

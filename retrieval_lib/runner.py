@@ -25,20 +25,22 @@ import os
 import re
 import signal
 import time
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 from .config import PROJECT_ROOT
 from .errors import ConfigurationError, ValidationError
+from .params import RESERVED_KEYS, Profile
+from .params import load_profile as _load_profile
 
-__all__ = ["RunResult", "NotebookOutcome", "run_workbook", "list_notebooks", "load_profile"]
+__all__ = ["RunResult", "NotebookOutcome", "run_workbook", "list_notebooks", "load_profile", "declared_parameters"]
 
 NOTEBOOK_DIR = PROJECT_ROOT / "notebooks"
 DEFAULT_PARAMS = PROJECT_ROOT / "params" / "demo.yaml"
 KERNEL_NAME = "retrieval-lib"
-_SECRET_KEY = re.compile(r"(api[_-]?key|token|secret|password|credential)", re.I)
 
 
 @dataclass
@@ -85,53 +87,30 @@ def list_notebooks(selection: str | Sequence[str] | None = None, notebook_dir: P
     return sorted(chosen)
 
 
-def load_profile(params_file: str | os.PathLike[str] | None) -> tuple[dict[str, Any], Path]:
-    """Read a parameter file and refuse anything that looks like a secret.
+def declared_parameters(notebooks: Sequence[Path]) -> dict[str, set[str]]:
+    """Each notebook's declared parameters (its ``parameters`` cell), by notebook name."""
+    import papermill as pm
 
-    Papermill writes parameters into the executed notebook, so a key must never
-    travel as one: secrets come from the environment or ``.env`` only.
+    return {nb.stem: set(pm.inspect_notebook(str(nb))) for nb in notebooks}
+
+
+def load_profile(params_file: str | os.PathLike[str] | None, notebook_dir: Path | None = None) -> Profile:
+    """Read a parameter profile for a run; every key must be declared by some notebook of the workbook.
+
+    A key is checked against *every* numbered notebook, not only the selected
+    ones, so one profile serves a full run and a ``--notebooks 02`` run alike,
+    while a misspelt key (declared nowhere) still stops the run before it starts.
+
+    Raises:
+        ParamsError: the file is missing or invalid, holds a secret, or has an unknown key.
     """
-    import yaml
-
-    path = Path(params_file) if params_file else DEFAULT_PARAMS
-    if not path.is_absolute() and not path.exists():
-        path = PROJECT_ROOT / path
-    if not path.is_file():
-        raise ConfigurationError(f"parameter file {path} does not exist", variable="--params")
-    try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
-    except yaml.YAMLError as err:
-        raise ValidationError(f"{path.name} is not valid YAML: {err}".splitlines()[0], field="params") from None
-    if not isinstance(data, dict):
-        raise ValidationError(f"{path.name} must hold a mapping of parameter names to values", field="params")
-    secrets = {os.environ.get(n) for n in ("COHERE_API_KEY", "QDRANT_API_KEY")} - {None, ""}
-    for key, value in _walk(data):
-        if _SECRET_KEY.search(key):
-            raise ValidationError(
-                f"{path.name} has a parameter {key!r} that looks like a secret; papermill would write it into the "
-                "executed notebook. Put secrets in the environment or .env instead",
-                field=key,
-            )
-        if isinstance(value, str) and value in secrets:
-            raise ValidationError(
-                f"{path.name} parameter {key!r} holds an API key; put secrets in the environment or .env instead",
-                field=key,
-            )
-    return data, path
-
-
-def _walk(data: Any, prefix: str = ""):
-    if isinstance(data, dict):
-        for k, v in data.items():
-            yield str(k), v
-            yield from _walk(v, f"{prefix}{k}.")
-    elif isinstance(data, list):
-        for v in data:
-            yield from _walk(v, prefix)
+    every = list_notebooks(None, notebook_dir)
+    declared = set().union(*declared_parameters(every).values()) if every else set()
+    return _load_profile(params_file or DEFAULT_PARAMS, declared=declared)
 
 
 def _new_run_dir(parent: Path, profile: str) -> Path:
-    stamp = datetime.now(timezone.utc).strftime("%Y%m%dT%H%M%SZ")
+    stamp = datetime.now(UTC).strftime("%Y%m%dT%H%M%SZ")
     slug = re.sub(r"[^A-Za-z0-9_.-]+", "-", profile).strip("-") or "run"
     parent.mkdir(parents=True, exist_ok=True)
     for n in range(1, 1000):
@@ -141,7 +120,7 @@ def _new_run_dir(parent: Path, profile: str) -> Path:
             return candidate
         except FileExistsError:
             continue
-    raise ConfigurationError(f"cannot create a new run folder under {parent}", variable="--out")
+    raise ConfigurationError(f"cannot create a new run folder under {parent}", option="--out")
 
 
 def _ipc_kernel_manager() -> type:
@@ -216,20 +195,21 @@ def run_workbook(
         RunResult with the run folder, its index.html and the exit code.
     """
     import papermill as pm
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
-    params, params_path = load_profile(params_file)
-    selected = list_notebooks(notebooks, Path(notebook_dir) if notebook_dir else None)
+    folder = Path(notebook_dir) if notebook_dir else None
+    selected = list_notebooks(notebooks, folder)
     if not selected:
-        raise ConfigurationError(f"no notebooks found in {notebook_dir or NOTEBOOK_DIR}", variable="--notebooks")
-    profile = str(params.get("profile") or params_path.stem)
+        raise ConfigurationError(f"no notebooks found in {notebook_dir or NOTEBOOK_DIR}", option="--notebooks")
+    loaded = load_profile(params_file, folder)
+    params, params_path, profile = loaded.values, loaded.path, loaded.name
     parent = Path(out_dir) if out_dir else PROJECT_ROOT / "outputs"
     if not parent.is_absolute():
         parent = Path.cwd() / parent
     run_dir = _new_run_dir(parent, profile)
     for sub in ("notebooks", "html", "figures", "tables", "metrics"):
         (run_dir / sub).mkdir()
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     summary: dict[str, Any] = {
         "status": "incomplete", "profile": profile, "params_file": str(params_path),
         "started": started.isoformat(timespec="seconds"), "finished": None,
@@ -262,7 +242,7 @@ def run_workbook(
         bar.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-        summary["finished"] = datetime.now(timezone.utc).isoformat(timespec="seconds")
+        summary["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
         summary["outcomes"] = [asdict(o) for o in outcomes]
         summary["gates"] = [{"notebook": o.notebook, **g} for o in outcomes for g in o.gates]
         errored = any(o.status == "error" for o in outcomes)
@@ -276,7 +256,7 @@ def run_workbook(
 
 def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, timeout: int) -> NotebookOutcome:
     declared = set(pm.inspect_notebook(str(nb)))
-    nb_params = {k: v for k, v in params.items() if k in declared}
+    nb_params = {k: v for k, v in params.items() if k in declared and k not in RESERVED_KEYS}
     if "run_dir" in declared:
         nb_params["run_dir"] = str(run_dir)
     executed = run_dir / "notebooks" / nb.name

@@ -16,9 +16,10 @@ from __future__ import annotations
 
 import math
 import time
-from datetime import datetime, timezone
+from collections.abc import Iterable, Sequence
+from datetime import UTC, datetime
 from numbers import Integral, Real
-from typing import Any, Iterable, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from .config import Settings, load_settings
@@ -239,7 +240,7 @@ class Retriever:
         self._distinct_cache: dict[str, dict[str, int]] = {}
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None, **overrides: Any) -> "Retriever":
+    def from_settings(cls, settings: Settings | None = None, **overrides: Any) -> Retriever:
         """Build store, embedder and retriever from :func:`load_settings` (or ``settings``)."""
         settings = settings or load_settings()
         if overrides:
@@ -254,7 +255,7 @@ class Retriever:
     def close(self) -> None:
         self.store.close()
 
-    def __enter__(self) -> "Retriever":
+    def __enter__(self) -> Retriever:
         return self
 
     def __exit__(self, *exc: object) -> None:
@@ -362,13 +363,13 @@ class Retriever:
 
         batches = range(0, len(texts), batch_size)
         if progress:
-            from tqdm.auto import tqdm
+            from tqdm import tqdm
 
             batches = tqdm(batches, desc="queries", unit="batch", total=math.ceil(len(texts) / batch_size))
         responses: list[SearchResponse] = []
         for start in batches:
             chunk = texts[start:start + batch_size]
-            stamp = datetime.now(timezone.utc)
+            stamp = datetime.now(UTC)
             t0 = time.perf_counter()
             vectors = self.embedder.embed_queries(chunk) if possible else [[]] * len(chunk)
             t1 = time.perf_counter()

@@ -19,8 +19,9 @@ import contextlib
 import logging
 import threading
 import warnings
+from collections.abc import Iterator, Sequence
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any
 
 from .config import Settings
 from .errors import (
@@ -80,7 +81,7 @@ class VectorStore:
 
     # ------------------------------------------------------------------ opening
     @classmethod
-    def open(cls, settings: Settings) -> "VectorStore":
+    def open(cls, settings: Settings) -> VectorStore:
         """Connect to the store the settings name.
 
         Raises:
@@ -110,7 +111,7 @@ class VectorStore:
         return cls.at_path(settings.qdrant_path)
 
     @classmethod
-    def at_path(cls, folder: Path) -> "VectorStore":
+    def at_path(cls, folder: Path) -> VectorStore:
         """Open (creating if needed) the embedded store in ``folder``."""
         from qdrant_client import QdrantClient
 
@@ -136,7 +137,7 @@ class VectorStore:
         return cls(client, str(folder), kind="embedded", folder=folder)
 
     @classmethod
-    def in_memory(cls) -> "VectorStore":
+    def in_memory(cls) -> VectorStore:
         """A throw-away store (tests, scratch work)."""
         from qdrant_client import QdrantClient
 
@@ -147,7 +148,7 @@ class VectorStore:
         with contextlib.suppress(Exception):
             self.client.close()
 
-    def __enter__(self) -> "VectorStore":
+    def __enter__(self) -> VectorStore:
         return self
 
     def __exit__(self, *exc: object) -> None:

@@ -10,10 +10,10 @@ section at the end of the run.
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
 import hashlib
-from typing import Any, Sequence
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import Any
 
 import pytest
 

@@ -15,16 +15,17 @@ import os
 import re
 import subprocess
 import sys
-from datetime import datetime, timedelta, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any
 
 import pytest
 
 from retrieval_lib import PAYLOAD_FIELDS, DocumentError, ModelMismatchError, VectorStore
-from retrieval_lib.ingest.chunking import default_count_tokens
 from retrieval_lib.embedders import Embedder
 from retrieval_lib.ingest import IngestSummary, ingest, point_id_for, prepare_documents
+from retrieval_lib.ingest.chunking import default_count_tokens
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -284,9 +285,9 @@ def docs(tmp_path) -> Path:
 
 def test_payload_fields_are_complete_and_correct(store, docs):
     emb = HashEmbedder()
-    before = datetime.now(timezone.utc).replace(microsecond=0)
+    before = datetime.now(UTC).replace(microsecond=0)
     summary = ingest(store, emb, COLL, docs, **KW)
-    after = datetime.now(timezone.utc)
+    after = datetime.now(UTC)
     snap = points(store)
 
     assert isinstance(summary, IngestSummary)

@@ -8,7 +8,6 @@ import time
 import numpy as np
 import pytest
 
-from retrieval_lib.search import same_ranking
 from retrieval_lib import EmbeddingError, Retriever, ValidationError, VectorStore
 from retrieval_lib.checks.latency import (
     TIMING_FIELDS,
@@ -20,6 +19,7 @@ from retrieval_lib.checks.latency import (
     time_searches,
     unstable_queries,
 )
+from retrieval_lib.search import same_ranking
 
 COLLECTION = "book"
 QUERIES = ["What is ROS 2?", "Gazebo physics simulator", "pizza dough", "humanoid battery life"]

@@ -28,8 +28,7 @@ import pytest
 from retrieval_lib.config import load_settings
 from retrieval_lib.embedders import CohereEmbedder
 from retrieval_lib.ingest import SAMPLE_BOOK, ingest
-from retrieval_lib.search import same_ranking
-from retrieval_lib.search import SCORE_TOLERANCE, Retriever
+from retrieval_lib.search import SCORE_TOLERANCE, Retriever, same_ranking
 from retrieval_lib.store import VectorStore
 
 try:

@@ -8,8 +8,7 @@ import papermill as pm
 import pytest
 
 from retrieval_lib.config import PROJECT_ROOT
-from retrieval_lib.checks.golden import load_golden_set
-from retrieval_lib.report import load_params_file
+from retrieval_lib.params import load_golden_set, load_query_sets
 from retrieval_lib.runner import list_notebooks, load_profile
 
 NOTEBOOKS = list_notebooks()
@@ -22,7 +21,7 @@ def test_the_seven_numbered_notebooks_exist():
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
 def test_every_profile_loads_and_supplies_every_notebook_parameter(profile):
-    params, _ = load_profile(profile)
+    params = load_profile(profile).values
     for nb in NOTEBOOKS:
         declared = set(pm.inspect_notebook(str(nb))) - {"run_dir"}
         missing = declared - set(params)
@@ -31,10 +30,10 @@ def test_every_profile_loads_and_supplies_every_notebook_parameter(profile):
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)
 def test_golden_sets_and_query_sets_named_by_profiles_are_valid(profile):
-    params, _ = load_profile(profile)
+    params = load_profile(profile).values
     golden = load_golden_set(params["golden_set"])
     assert len(golden.queries) >= golden.required_passes >= 1 and golden.negatives
-    sets = load_params_file(params["query_sets"])
+    sets = load_query_sets(params["query_sets"])
     assert sets["in_domain"] and sets["out_of_domain"]
 
 

@@ -8,20 +8,25 @@ from __future__ import annotations
 
 import hashlib
 import re
-from dataclasses import dataclass
-from pathlib import Path
 from typing import Any
 
 import pytest
 
-from retrieval_lib import PAYLOAD_FIELDS, PROJECT_ROOT, Retriever, VectorStore
+from retrieval_lib import PAYLOAD_FIELDS, PROJECT_ROOT, Retriever
 from retrieval_lib.checks.golden import load_golden_set, matches
-from retrieval_lib.ingest import DEFAULT_BASE_URL, SAMPLE_BOOK, IngestSummary, default_chunk_tokens, ingest, point_id_for
+from retrieval_lib.ingest import (
+    DEFAULT_BASE_URL,
+    SAMPLE_BOOK,
+    default_chunk_tokens,
+    ingest,
+    point_id_for,
+)
 from retrieval_lib.ingest.documents import is_stub, read_document
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 
 from conftest import SAMPLE_COLLECTION as COLLECTION  # the session build lives in conftest
+
 STUB = "appendices/d-release-notes.md"
 GOLDEN = load_golden_set(PROJECT_ROOT / "params" / "golden" / "sample_book.yaml")
 IN_DOMAIN = list(GOLDEN.queries) + list(GOLDEN.extra_queries)

@@ -8,7 +8,9 @@ import random
 import uuid
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 from qdrant_client import models
 
 from retrieval_lib import (
@@ -21,8 +23,7 @@ from retrieval_lib import (
     ValidationError,
     VectorStore,
 )
-from retrieval_lib.search import same_ranking
-from retrieval_lib.search import validate_params, validate_query
+from retrieval_lib.search import same_ranking, validate_params, validate_query
 
 COLLECTION = "book"
 BOOK = "https://book.example"

@@ -17,8 +17,8 @@ from pathlib import Path
 
 import pytest
 import yaml
-
 from conftest import SAMPLE_COLLECTION
+
 from retrieval_lib.config import PROJECT_ROOT
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]

@@ -15,8 +15,8 @@ Where rankings differ, overlap measures say by how much:
 from __future__ import annotations
 
 import math
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Hashable, Mapping, Sequence
 
 from ..models import SearchResponse
 from ..search import SCORE_TOLERANCE, same_ranking

@@ -24,8 +24,9 @@ hand per book:
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any, Sequence
+from typing import Any
 from urllib.parse import urlsplit
 
 from ..models import SearchResponse

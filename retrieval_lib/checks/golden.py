@@ -34,94 +34,15 @@ from __future__ import annotations
 
 import math
 from dataclasses import asdict, dataclass, field
-from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ValidationError
 from ..models import SearchResponse, SearchResult
-from ..report import load_params_file
+from ..params import GoldenQuery, GoldenSet, NegativeQuery, load_golden_set
 from ..search import Retriever
 
 __all__ = ["GoldenQuery", "NegativeQuery", "GoldenSet", "QueryOutcome", "ValidationReport",
            "load_golden_set", "evaluate_golden", "matches", "url_matches"]
-
-
-@dataclass(frozen=True)
-class GoldenQuery:
-    query: str
-    expected_url_patterns: tuple[str, ...]
-    min_score: float
-
-
-@dataclass(frozen=True)
-class NegativeQuery:
-    query: str
-    max_score: float
-
-
-@dataclass(frozen=True)
-class GoldenSet:
-    name: str
-    top_k: int
-    min_score: float
-    required_passes: int
-    queries: tuple[GoldenQuery, ...]
-    extra_queries: tuple[GoldenQuery, ...] = ()
-    negatives: tuple[NegativeQuery, ...] = ()
-
-
-def _score(value: Any, where: str) -> float:
-    if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= float(value) <= 1:
-        raise ValidationError(f"{where} must be a number from 0 to 1", field=where)
-    return float(value)
-
-
-def _golden_queries(items: Any, default_min: float, where: str) -> tuple[GoldenQuery, ...]:
-    if items is None:
-        return ()
-    if not isinstance(items, list):
-        raise ValidationError(f"{where} must be a list", field=where)
-    out = []
-    for i, item in enumerate(items):
-        if not isinstance(item, dict) or not str(item.get("query") or "").strip():
-            raise ValidationError(f"{where}[{i}] needs a non-empty 'query'", field=where)
-        patterns = item.get("expected_url_patterns")
-        if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) and p for p in patterns):
-            raise ValidationError(f"{where}[{i}] needs a non-empty list 'expected_url_patterns'", field=where)
-        out.append(GoldenQuery(str(item["query"]).strip(), tuple(patterns),
-                               _score(item.get("min_score", default_min), f"{where}[{i}].min_score")))
-    return tuple(out)
-
-
-def load_golden_set(path: str | Path) -> GoldenSet:
-    """Read and check a golden-set YAML file (relative paths from the project root).
-
-    Raises:
-        ValidationError: a field is missing or out of range (the message names it).
-    """
-    data = load_params_file(path)
-    top_k = data.get("top_k", 5)
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 20:
-        raise ValidationError("golden set top_k must be a whole number from 1 to 20", field="top_k")
-    min_score = _score(data.get("min_score", 0.6), "min_score")
-    queries = _golden_queries(data.get("queries"), min_score, "queries")
-    if not queries:
-        raise ValidationError("a golden set needs at least one entry under 'queries'", field="queries")
-    required = data.get("required_passes", len(queries))
-    if isinstance(required, bool) or not isinstance(required, int) or not 0 <= required <= len(queries):
-        raise ValidationError(f"required_passes must be a whole number from 0 to {len(queries)}",
-                              field="required_passes")
-    negatives = []
-    for i, item in enumerate(data.get("negatives") or []):
-        if not isinstance(item, dict) or not str(item.get("query") or "").strip():
-            raise ValidationError(f"negatives[{i}] needs a non-empty 'query'", field="negatives")
-        negatives.append(NegativeQuery(str(item["query"]).strip(),
-                                       _score(item.get("max_score", 0.5), f"negatives[{i}].max_score")))
-    return GoldenSet(name=str(data.get("name") or Path(path).stem), top_k=top_k, min_score=min_score,
-                     required_passes=required, queries=queries,
-                     extra_queries=_golden_queries(data.get("extra_queries"), min_score, "extra_queries"),
-                     negatives=tuple(negatives))
 
 
 def _under(value: str, pattern: str) -> bool:

@@ -67,7 +67,7 @@ def scan_payloads(store: VectorStore, collection: str, *, expected_model: str | 
     points = complete = 0
     iterator = store.scroll(collection, with_payload=True, batch_size=batch_size)
     if progress:
-        from tqdm.auto import tqdm
+        from tqdm import tqdm
 
         iterator = tqdm(iterator, total=store.count(collection), desc="scanning points", unit="pt")
     for point in iterator:

@@ -19,9 +19,9 @@ from __future__ import annotations
 import math
 import time
 from collections import Counter
+from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import Iterable, Mapping, Sequence
 
 from ..errors import ValidationError
 from ..search import SCORE_TOLERANCE, Retriever, same_ranking

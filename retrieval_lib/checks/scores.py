@@ -21,8 +21,8 @@ has a top-1 of NaN: it keeps nothing at any threshold.
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Iterable, Mapping, Sequence
 
 from ..models import SearchResponse
 

@@ -21,8 +21,8 @@ lives in :mod:`retrieval_lib.ingest.blocks`.
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Callable
 
 from .blocks import (
     ADMONITION_CLOSE,

@@ -25,8 +25,8 @@ from typing import Any
 import yaml
 
 from ..errors import DocumentError
-from .syntax import CLOSING_HASHES, HEADING_ID, with_fence_state
 from .mdx import strip_mdx
+from .syntax import CLOSING_HASHES, HEADING_ID, with_fence_state
 
 __all__ = [
     "MarkdownDoc",

@@ -19,18 +19,19 @@ import hashlib
 import logging
 import uuid
 from collections import defaultdict
+from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any
 
-from .chunking import chunk_markdown
 from ..config import Settings, load_settings
 from ..embedders import Embedder, make_embedder
 from ..errors import ConfigurationError
-from .documents import MarkdownDoc, discover_documents, is_stub, read_document
 from ..search import ensure_compatible
 from ..store import VectorStore
+from .chunking import chunk_markdown
+from .documents import MarkdownDoc, discover_documents, is_stub, read_document
 
 __all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "PreparedChunk", "prepare_documents", "ingest",
            "ingest_from_settings", "point_id_for"]
@@ -113,10 +114,10 @@ def prepare_documents(
     """
     docs_dir = Path(docs_dir)
     if not docs_dir.is_dir():
-        raise ConfigurationError(f"docs folder {docs_dir} does not exist", variable="DOCS_DIR")
+        raise ConfigurationError(f"docs folder {docs_dir} does not exist", option="docs_dir")
     paths = discover_documents(docs_dir)
     if not paths:
-        raise ConfigurationError(f"no .md or .mdx files under {docs_dir}", variable="DOCS_DIR")
+        raise ConfigurationError(f"no .md or .mdx files under {docs_dir}", option="docs_dir")
     max_tokens = max_tokens or default_chunk_tokens(embedder)
     base = base_url.rstrip("/")
     prepared: dict[str, list[PreparedChunk]] = {}
@@ -211,9 +212,9 @@ def ingest(
             converges.
     """
     from qdrant_client import models
-    from tqdm.auto import tqdm
+    from tqdm import tqdm
 
-    started = datetime.now(timezone.utc)
+    started = datetime.now(UTC)
     prepared, hashes, skipped = prepare_documents(docs_dir, embedder, base_url=base_url,
                                                   max_tokens=max_tokens, overlap_tokens=overlap_tokens)
     summary = IngestSummary(collection=collection, skipped=skipped, files_skipped=len(skipped))
@@ -238,7 +239,7 @@ def ingest(
     try:
         for source, chunks in todo:
             old_ids = {p["_id"] for p in existing.get(source, [])}
-            stamp = datetime.now(timezone.utc).isoformat(timespec="seconds")
+            stamp = datetime.now(UTC).isoformat(timespec="seconds")
             for batch in _batched(chunks, batch_size):
                 vectors = embedder.embed_documents([c.embed_text for c in batch])
                 store.upsert(collection, [
@@ -268,7 +269,7 @@ def ingest(
             summary.chunks_deleted += len(points)
 
     summary.chunks_total = store.count(collection)
-    summary.seconds = (datetime.now(timezone.utc) - started).total_seconds()
+    summary.seconds = (datetime.now(UTC) - started).total_seconds()
     return summary
 
 

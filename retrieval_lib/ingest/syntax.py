@@ -9,7 +9,7 @@ only so the sibling modules can import them.
 from __future__ import annotations
 
 import re
-from typing import Iterable, Iterator
+from collections.abc import Iterable, Iterator
 
 __all__ = ["FENCE_OPEN", "fence_opening", "closes_fence", "with_fence_state", "CLOSING_HASHES", "HEADING_ID"]
 

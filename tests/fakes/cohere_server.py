@@ -208,7 +208,7 @@ class _Server(ThreadingHTTPServer):
     daemon_threads = True
     allow_reuse_address = True
     block_on_close = False
-    fake: "FakeCohere"
+    fake: FakeCohere
 
     def process_request(self, request, client_address):  # track sockets so close() can wake them
         self.fake._track(request)
@@ -385,7 +385,7 @@ class FakeCohere:
             return [r for r in self.requests if r["path"].rstrip("/") == "/v2/embed"]
 
     # ---- lifecycle -------------------------------------------------------
-    def start(self) -> "FakeCohere":
+    def start(self) -> FakeCohere:
         server = _Server((_HOST, 0), _Handler)
         server.fake = self
         self._server = server
@@ -416,7 +416,7 @@ class FakeCohere:
         if self._thread is not None:
             self._thread.join(timeout=1)
 
-    def __enter__(self) -> "FakeCohere":
+    def __enter__(self) -> FakeCohere:
         return self.start()
 
     def __exit__(self, *exc: object) -> None:

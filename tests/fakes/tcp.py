@@ -42,7 +42,7 @@ class BlackholeServer:
         with self._lock:
             return len(self._conns)
 
-    def __enter__(self) -> "BlackholeServer":
+    def __enter__(self) -> BlackholeServer:
         listener = socket.socket(socket.AF_INET, socket.SOCK_STREAM)
         listener.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
         listener.bind((_HOST, 0))
@@ -60,7 +60,7 @@ class BlackholeServer:
         while not self._stop.is_set():
             try:
                 conn, _addr = self._listener.accept()
-            except socket.timeout:
+            except TimeoutError:
                 continue
             except OSError:
                 return
