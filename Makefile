@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 KERNEL := retrieval-lib
 
-.PHONY: setup demo test lab sample bench refresh clean
+.PHONY: setup demo test lint nbval nbval-portable lab sample bench refresh clean
 
 setup: $(STAMP)
 
@@ -24,7 +24,21 @@ demo: sample
 
 test: sample
 	$(PY) -m pytest tests
+	$(MAKE) --no-print-directory nbval
+
+# The stored notebook outputs, compared cell by cell (nbval).
+nbval: sample
 	$(PY) -m pytest --nbval notebooks --nbval-kernel-name $(KERNEL) --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+
+# The same comparison under torch's other CPU kernels: stored outputs must not depend on the CPU's float path.
+nbval-portable: sample
+	ATEN_CPU_CAPABILITY=default $(MAKE) --no-print-directory nbval
+	ATEN_CPU_CAPABILITY=avx2 $(MAKE) --no-print-directory nbval
+
+# Lint and types: ruff over the code, mypy over the package.
+lint: setup
+	$(VENV)/bin/ruff check retrieval_lib tests benchmarks
+	$(VENV)/bin/mypy retrieval_lib
 
 # JupyterLab with the project kernel, on this machine only (127.0.0.1). Jupyter refuses to run
 # as root unless told, which containers often are.

@@ -22,6 +22,7 @@ import logging
 import sys
 from collections.abc import Sequence
 from pathlib import Path
+from typing import NoReturn
 
 from .errors import RetrievalError
 
@@ -109,7 +110,7 @@ def _cmd_run(args: argparse.Namespace) -> int:
 class _OneLineParser(argparse.ArgumentParser):
     """Usage errors as one stderr line (argparse's default prints the whole usage block first)."""
 
-    def error(self, message: str):  # type: ignore[override]
+    def error(self, message: str) -> NoReturn:
         self.exit(2, f"error: {message} (see `{self.prog} --help`)\n")
 
 

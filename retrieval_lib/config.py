@@ -150,7 +150,8 @@ def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float
         value = int(raw) if integer else float(raw)
     except ValueError:
         kind = "a whole number" if integer else "a number"
-        raise ConfigurationError(f"{name} must be {kind} (got something else); fix or unset it", variable=name) from None
+        raise ConfigurationError(f"{name} must be {kind} (got something else); fix or unset it",
+                                 variable=name) from None
     if not math.isfinite(value) or value < minimum:
         raise ConfigurationError(f"{name} must be at least {minimum}; fix or unset it", variable=name)
     return value
@@ -241,7 +242,8 @@ def load_settings(
         )
     collection = (merged.get("QDRANT_COLLECTION_NAME") or "physicalai").strip()
     if not collection or "/" in collection:
-        raise ConfigurationError("QDRANT_COLLECTION_NAME must be a non-empty name without '/'", variable="QDRANT_COLLECTION_NAME")
+        raise ConfigurationError("QDRANT_COLLECTION_NAME must be a non-empty name without '/'",
+                                 variable="QDRANT_COLLECTION_NAME")
     path_raw = (merged.get("QDRANT_PATH") or "").strip()
     qdrant_path = Path(path_raw).expanduser() if path_raw else PROJECT_ROOT / ".qdrant"
     if not qdrant_path.is_absolute():

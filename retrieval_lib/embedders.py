@@ -20,7 +20,7 @@ import threading
 import time
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Protocol, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from .config import LOCAL_MODEL, Settings
 from .errors import (
@@ -205,7 +205,7 @@ class CohereEmbedder:
         self.retry_budget = retry_budget
         self.backoff = backoff
         self._sleep = sleep
-        kwargs = {"api_key": api_key, "timeout": timeout, "max_retries": 0,
+        kwargs: dict[str, Any] = {"api_key": api_key, "timeout": timeout, "max_retries": 0,
                   "log_warning_experimental_features": False}
         if base_url:
             kwargs["base_url"] = base_url
@@ -224,6 +224,9 @@ class CohereEmbedder:
 
         deadline = time.monotonic() + self.retry_budget
         attempt = 0
+        kind: type[EmbeddingError]
+        wait: float | None
+        status: int | None
         while True:
             attempt += 1
             self.calls += 1
@@ -276,7 +279,7 @@ class CohereEmbedder:
             if not retries_left or time.monotonic() + delay > deadline:
                 why = "retries exhausted" if not retries_left else "the next wait would pass the retry budget"
                 endpoint = self.base_url or "api.cohere.com"
-                fields = {"attempts": attempt, "status": status}
+                fields: dict[str, Any] = {"attempts": attempt, "status": status}
                 if kind is RateLimitedError:
                     fields["retry_after"] = wait
                     advice = "wait and re-run, lower the query rate, or use a production key"

@@ -104,7 +104,7 @@ class ValidationError(RetrievalError, ValueError):
     """
 
     exit_code = 2
-    field_names = ("field",)
+    field_names: ClassVar[tuple[str, ...]] = ("field",)
 
     def __init__(self, message: str, *, field: str) -> None:
         super().__init__(message)
@@ -241,7 +241,7 @@ class EmbeddingError(RetrievalError):
     """
 
     exit_code = 3
-    field_names = ("provider", "model", "status", "attempts")
+    field_names: ClassVar[tuple[str, ...]] = ("provider", "model", "status", "attempts")
 
     def __init__(self, message: str, *, provider: str, model: str, status: int | None = None,
                  attempts: int | None = None) -> None:

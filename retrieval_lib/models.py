@@ -64,7 +64,7 @@ class SearchResult(BaseModel):
     def from_point(cls, point_id: Any, score: float, payload: dict[str, Any] | None) -> SearchResult:
         """Build a result from a Qdrant point id, score and payload."""
         payload = payload or {}
-        values = {name: payload.get(name) for name in PAYLOAD_FIELDS}
+        values: dict[str, Any] = {name: payload.get(name) for name in PAYLOAD_FIELDS}
         missing = [name for name in PAYLOAD_FIELDS if payload.get(name) in (None, "")]
         for name in ("chunk_sequence", "total_chunks", "token_count"):
             if values[name] is not None and not isinstance(values[name], int):

@@ -77,9 +77,10 @@ def list_notebooks(selection: str | Sequence[str] | None = None, notebook_dir: P
     if not selection:
         return found
     tokens = [t.strip() for t in (selection.split(",") if isinstance(selection, str) else selection) if t.strip()]
-    chosen = []
+    chosen: list[Path] = []
     for token in tokens:
-        matches = [p for p in found if p.stem == token or p.stem.startswith(f"{token}_") or p.stem.split("_", 1)[0] == token]
+        matches = [p for p in found
+                   if p.stem == token or p.stem.startswith(f"{token}_") or p.stem.split("_", 1)[0] == token]
         if not matches:
             names = ", ".join(p.stem for p in found)
             raise ValidationError(f"no notebook matches {token!r} (notebooks: {names})", field="notebooks")
@@ -301,7 +302,8 @@ def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, t
 
 
 _CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;color:#1d2330;padding:0 1rem}
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
+color:#1d2330;padding:0 1rem}
 h1{margin-bottom:.2rem}.sub{color:#5b6478;margin-top:0}
 .verdict{display:inline-block;padding:.4rem .9rem;border-radius:6px;font-weight:600;color:#fff}
 .ok{background:#1f8a4c}.bad{background:#c0392b}.err{background:#8e44ad}.warn{background:#b9770e}
@@ -309,7 +311,8 @@ table{border-collapse:collapse;width:100%;margin:.6rem 0 1.4rem;font-size:.92rem
 th,td{border-bottom:1px solid #e3e6ec;padding:.35rem .5rem;text-align:left;vertical-align:top}
 th{background:#f4f6fa}.pass{color:#1f8a4c;font-weight:600}.fail{color:#c0392b;font-weight:600}
 section{border:1px solid #e3e6ec;border-radius:8px;padding:.8rem 1.1rem;margin:1rem 0}
-section h2{margin:.2rem 0 .4rem;font-size:1.15rem}.figs img{display:block;max-width:100%;margin:.6rem 0;border:1px solid #e3e6ec}
+section h2{margin:.2rem 0 .4rem;font-size:1.15rem}
+.figs img{display:block;max-width:100%;margin:.6rem 0;border:1px solid #e3e6ec}
 code{background:#f4f6fa;padding:0 .25rem;border-radius:3px}
 """
 

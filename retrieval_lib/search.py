@@ -18,7 +18,6 @@ import math
 import time
 from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
-from numbers import Integral, Real
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,10 +26,10 @@ from .embedders import Embedder, make_embedder
 from .errors import ModelMismatchError, ValidationError, VectorStoreError
 from .models import CollectionStats, SearchResponse, SearchResult
 from .store import VectorStore, size_warning
+from .validation import MAX_TOP_K, validate_filter, validate_params, validate_query
 
-__all__ = ["Retriever", "ensure_compatible", "validate_query", "validate_params", "same_ranking", "MAX_TOP_K", "SCORE_TOLERANCE"]
-
-MAX_TOP_K = 20
+__all__ = ["Retriever", "ensure_compatible", "validate_query", "validate_params", "same_ranking", "MAX_TOP_K",
+           "SCORE_TOLERANCE"]
 
 #: Largest score difference at which two answers to the same query still count as identical.
 #: Scores are not bit-stable between calls: qdrant-client's local mode re-normalises the stored
@@ -59,78 +58,6 @@ def same_ranking(a: Sequence[tuple[str, float]], b: Sequence[tuple[str, float]],
 
 # Extra candidates fetched so that a tie at the k-th place is broken by id, not by chance.
 _TIE_MARGIN = 5
-
-
-def validate_query(query: Any, max_chars: int) -> str:
-    """Return the query stripped of surrounding white space.
-
-    Raises:
-        ValidationError: not a string, not valid Unicode (a lone surrogate),
-            empty or white space only, or longer than ``max_chars`` characters.
-    """
-    if not isinstance(query, str):
-        raise ValidationError(f"query must be text, not {type(query).__name__}", field="query")
-    _require_encodable(query, "query")
-    text = query.strip()
-    if not text:
-        raise ValidationError("query cannot be empty: type a question, e.g. \"What is ROS 2?\"", field="query")
-    if len(text) > max_chars:
-        raise ValidationError(
-            f"query is {len(text)} characters; the limit is {max_chars} (shorten it, or raise QUERY_MAX_CHARS)",
-            field="query",
-        )
-    return text
-
-
-def validate_params(top_k: Any, similarity_threshold: Any) -> tuple[int, float, list[str]]:
-    """Check ``top_k`` and ``similarity_threshold``; returns (top_k, threshold, warnings).
-
-    ``top_k`` above :data:`MAX_TOP_K` is capped with a warning (seed 003 FR-012).
-
-    Raises:
-        ValidationError: ``top_k`` not a whole number >= 1, or the threshold not
-            a number within [0, 1].
-    """
-    warnings: list[str] = []
-    if isinstance(top_k, bool) or not isinstance(top_k, Integral):
-        raise ValidationError(f"top_k must be a whole number from 1 to {MAX_TOP_K}, not {type(top_k).__name__}", field="top_k")
-    top_k = int(top_k)
-    if top_k < 1:
-        raise ValidationError(f"top_k must be at least 1 (got {top_k})", field="top_k")
-    if top_k > MAX_TOP_K:
-        warnings.append(f"top_k {top_k} capped at {MAX_TOP_K}")
-        top_k = MAX_TOP_K
-    if isinstance(similarity_threshold, bool) or not isinstance(similarity_threshold, Real):
-        raise ValidationError("similarity_threshold must be a number from 0 to 1", field="similarity_threshold")
-    threshold = float(similarity_threshold)
-    if math.isnan(threshold) or not 0.0 <= threshold <= 1.0:
-        raise ValidationError(f"similarity_threshold must be within [0, 1] (got {threshold})", field="similarity_threshold")
-    return top_k, threshold, warnings
-
-
-def _require_encodable(value: str, name: str) -> None:
-    """Reject lone surrogates (e.g. non-UTF-8 bytes in argv, decoded with surrogateescape).
-
-    They are not text: the tokenizer raises TypeError on them, the Cohere SDK
-    UnicodeEncodeError, and printing them as JSON fails, so none of that may run.
-    """
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError as err:
-        raise ValidationError(
-            f"{name} is not valid Unicode text (a lone surrogate at position {err.start}, e.g. bytes that are not "
-            "UTF-8): pass UTF-8 text",
-            field=name,
-        ) from None
-
-
-def _validate_filter(value: Any, name: str) -> str | None:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value.strip():
-        raise ValidationError(f"{name} must be a non-empty string or None", field=name)
-    _require_encodable(value, name)
-    return value.strip()
 
 
 def _id_key(point_id: Any) -> tuple[int, int, str]:
@@ -295,7 +222,7 @@ class Retriever:
         """Qdrant filter for the options; the bool is False when nothing can match."""
         from qdrant_client import models
 
-        conditions = []
+        conditions: list[Any] = []
         applied: dict[str, str] = {}
         possible = True
         if source_prefix is not None:
@@ -305,7 +232,7 @@ class Retriever:
             files = [f for f in self._distinct("source_file") if f.startswith(source_prefix)]
             urls = [u for u in self._distinct("source_url")
                     if u.startswith(source_prefix) or urlsplit(u).path.startswith(source_prefix)]
-            options = []
+            options: list[Any] = []
             if files:
                 options.append(models.FieldCondition(key="source_file", match=models.MatchAny(any=files)))
             if urls:
@@ -354,8 +281,8 @@ class Retriever:
             raise ValidationError("search_many takes a list of queries, not one string", field="queries")
         texts = [validate_query(q, self.query_max_chars) for q in queries]
         top_k, threshold, warnings = validate_params(top_k, similarity_threshold)
-        source_prefix = _validate_filter(source_prefix, "source_prefix")
-        section = _validate_filter(section, "section")
+        source_prefix = validate_filter(source_prefix, "source_prefix")
+        section = validate_filter(section, "section")
         warnings = warnings + self.check_compatibility()
         query_filter, applied, possible = self._filter(source_prefix, section)
         if not possible:

@@ -31,7 +31,7 @@ from .errors import (
     StoreUnavailableError,
     VectorStoreError,
 )
-from .models import CollectionStats, UnreportedField
+from .models import CollectionStats
 
 __all__ = ["VectorStore", "INDEXED_FIELDS", "SMALL_COLLECTION", "size_warning"]
 
@@ -98,7 +98,10 @@ class VectorStore:
                     # still print a multi-line UserWarning, breaking the CLI's one-line error contract.
                     warnings.filterwarnings("ignore", message="Api key is used with an insecure connection")
                     client = QdrantClient(
-                        url=settings.qdrant_url, api_key=api_key, timeout=settings.qdrant_timeout,
+                        url=settings.qdrant_url, api_key=api_key,
+                        # annotated int, but handed to httpx, which takes fractions of a second
+                        timeout=settings.qdrant_timeout,  # type: ignore[arg-type]
+
                         check_compatibility=False,  # it costs a request and only warns
                     )
             except Exception as err:  # noqa: BLE001 - any failure here means "cannot reach"
@@ -345,60 +348,7 @@ class VectorStore:
 
     # ------------------------------------------------------------------ statistics
     def stats(self, collection: str) -> CollectionStats:
-        """Seed 004's CollectionStats; unreportable figures are None with the reason."""
-        info = self.info(collection)
-        _, size, distance = self.vector_params(collection)
-        unreported: list[UnreportedField] = []
-        warnings: list[str] = []
-        vector_count = self.count(collection) if size is not None else 0
-        status = getattr(info.status, "value", info.status)
-        if self.kind == "embedded" and self.folder is not None:
-            disk = _folder_size(self.folder / "collection" / collection)
-        else:
-            disk = None
-            unreported.append(UnreportedField(
-                field="disk_data_size_bytes",
-                reason="in-memory store" if self.kind == "memory"
-                else "Qdrant's collection API does not report it (see the server's /telemetry)",
-            ))
-        unreported.append(UnreportedField(
-            field="ram_data_size_bytes",
-            reason="qdrant-client local mode keeps no separate RAM accounting" if self.kind != "server"
-            else "Qdrant's collection API does not report it (see the server's /telemetry)",
-        ))
-        if self.kind != "server":
-            warnings.append("local mode searches exactly (no HNSW index): timings differ from a Qdrant server")
-        small = size_warning(collection, vector_count)
-        if small:
-            warnings.append(small)
-        source_files = None
-        if vector_count:
-            try:
-                source_files = len(self.distinct_values(collection, "source_file"))
-            except VectorStoreError:
-                unreported.append(UnreportedField(
-                    field="source_files", reason="the server could not facet on source_file (no keyword index?)"))
-        else:
-            source_files = 0
-        return CollectionStats(
-            collection=collection,
-            source_files=source_files,
-            location=self.location,
-            vector_count=vector_count,
-            points_count=info.points_count,
-            dimensions=size,
-            distance=distance,
-            index_status=str(status) if status is not None else None,
-            segments_count=info.segments_count,
-            disk_data_size_bytes=disk,
-            ram_data_size_bytes=None,
-            indexed_fields=sorted(info.payload_schema or {}),
-            unreported=unreported,
-            warnings=warnings,
-        )
+        """Seed 004's CollectionStats (see :func:`retrieval_lib.stats.collection_stats`)."""
+        from .stats import collection_stats
 
-
-def _folder_size(folder: Path) -> int | None:
-    if not folder.exists():
-        return None
-    return sum(p.stat().st_size for p in folder.rglob("*") if p.is_file())
+        return collection_stats(self, collection)

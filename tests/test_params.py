@@ -48,4 +48,6 @@ def test_notebook_conventions(nb):
     assert data["cells"][0]["cell_type"] == "markdown" and "".join(data["cells"][0]["source"]).startswith("# ")
     code = "\n".join("".join(c["source"]) for c in data["cells"] if c["cell_type"] == "code")
     assert "sys.path" not in code and "os.chdir" not in code
-    assert "report.save()" in code and "NotebookReport(" in code
+    # one helper opens the run (report, retriever, saved whatever happens) and one call ends it
+    assert "open_run(" in code and "run.finish()" in code
+    assert "NotebookReport(" not in code and "report.save()" not in code and "Retriever.from_settings" not in code

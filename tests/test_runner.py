@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from retrieval_lib.errors import ValidationError
+from retrieval_lib.errors import ParamsError, ValidationError
 from retrieval_lib.runner import list_notebooks, load_profile, run_workbook
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
@@ -88,23 +88,67 @@ def test_two_runs_leave_two_folders_and_never_overwrite(tmp_path):
 
 
 def test_only_declared_parameters_are_injected(tmp_path):
-    result = run(tmp_path, "01", gate_value=1, threshold=1, not_a_parameter_here="x")
+    # only_in_04 is declared by fixture 04 alone: a full profile may carry it, but 01 never receives it
+    result = run(tmp_path, "01", gate_value=1, threshold=1, only_in_04="x-marker")
     executed = (result.run_dir / "notebooks" / "01_passes.ipynb").read_text()
-    assert "not_a_parameter_here" not in executed
+    assert "only_in_04" not in executed and "x-marker" not in executed
     assert str(result.run_dir) in executed  # run_dir is injected so the notebook writes into the run folder
+
+
+def test_a_misspelt_parameter_stops_the_run_before_it_starts_and_names_the_key(tmp_path):
+    with pytest.raises(ParamsError) as err:
+        run(tmp_path, "01", gate_valeu=2, threshold=1)
+    assert err.value.key == "gate_valeu" and err.value.exit_code == 2
+    assert "'gate_valeu'" in str(err.value) and "did you mean 'gate_value'" in str(err.value)
+    assert not (tmp_path / "out").exists()  # no run folder was started for a run that cannot be right
+
+
+def test_cli_run_with_a_misspelt_key_exits_2_naming_it(tmp_path):
+    params = write_params(tmp_path, gate_value=1, threshhold=1)
+    proc = subprocess.run(
+        [sys.executable, "-c", "import sys; from retrieval_lib.cli import main; import retrieval_lib.runner as r; "
+         f"r.NOTEBOOK_DIR = __import__('pathlib').Path({str(FIXTURES)!r}); sys.exit(main(sys.argv[1:]))",
+         "run", "--params", str(params), "--out", str(tmp_path / "out"), "-q"],
+        capture_output=True, text=True, timeout=120,
+    )
+    assert proc.returncode == 2, proc.stderr
+    lines = proc.stderr.strip().splitlines()
+    assert len(lines) == 1 and "unknown parameter 'threshhold'" in lines[0] and "'threshold'" in lines[0]
+
+
+def test_a_notebook_that_raises_after_open_run_still_saves_its_record(tmp_path):
+    result = run(tmp_path, "05", gate_value=1, threshold=1)
+    assert result.exit_code == 2 and result.outcomes[0].status == "error"
+    saved = json.loads((result.run_dir / "metrics" / "05_run_raises.json").read_text())
+    assert saved["status"] == "error" and saved["passed"] is False
+    assert "RuntimeError: fixture failure after open_run" in saved["error"]
+    assert saved["gates"][0]["name"] == "value reaches threshold"  # what was measured before the error is kept
 
 
 @pytest.mark.parametrize("key", ["cohere_api_key", "QDRANT_API_KEY", "token", "db_password"])
 def test_secret_like_parameter_names_are_refused(tmp_path, key):
     with pytest.raises(ValidationError, match="secret"):
-        load_profile(write_params(tmp_path, **{key: "anything"}))
+        load_profile(write_params(tmp_path, **{key: "anything"}), FIXTURES)
 
 
 def test_a_parameter_holding_the_api_key_is_refused(tmp_path, monkeypatch):
     monkeypatch.setenv("COHERE_API_KEY", "co-RUNNER-KEY-91d2")
     with pytest.raises(ValidationError) as err:
-        load_profile(write_params(tmp_path, note="co-RUNNER-KEY-91d2"))
+        load_profile(write_params(tmp_path, gate_value="co-RUNNER-KEY-91d2"), FIXTURES)
     assert "co-RUNNER-KEY-91d2" not in str(err.value)
+
+
+def test_a_parameter_holding_a_key_kept_only_in_dotenv_is_refused(tmp_path, monkeypatch):
+    # the check sees what load_settings sees: the environment AND the project's .env
+    import retrieval_lib.config as config
+
+    monkeypatch.delenv("COHERE_API_KEY", raising=False)
+    monkeypatch.delenv("QDRANT_API_KEY", raising=False)
+    (tmp_path / ".env").write_text("QDRANT_API_KEY=qd-DOTENV-ONLY-5521\n", encoding="utf-8")
+    monkeypatch.setattr(config, "PROJECT_ROOT", tmp_path)
+    with pytest.raises(ParamsError) as err:
+        load_profile(write_params(tmp_path, threshold="qd-DOTENV-ONLY-5521"), FIXTURES)
+    assert err.value.key == "threshold" and "qd-DOTENV-ONLY-5521" not in str(err.value)
 
 
 def test_unknown_notebook_selection_lists_the_notebooks():

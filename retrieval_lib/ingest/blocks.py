@@ -3,8 +3,8 @@
 Owns the block grammar the chunker relies on: sections at ATX headings
 (outside code fences and admonitions), and within a section the blocks a
 chunk keeps whole where it can: fenced code, ``:::`` admonitions, tables,
-lists and paragraphs. Fence detection itself comes from
-:mod:`retrieval_lib.ingest.syntax`.
+lists and paragraphs. Fences, headings and list markers themselves are
+defined in :mod:`retrieval_lib.ingest.syntax`.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .syntax import CLOSING_HASHES, HEADING_ID, closes_fence, fence_opening, with_fence_state
+from .syntax import LIST_MARKER, atx_heading, closes_fence, fence_opening, with_fence_state
 
 __all__ = [
     "ADMONITION_CLOSE",
@@ -27,12 +27,11 @@ __all__ = [
 
 # --- markdown structure -----------------------------------------------------
 
-_HEADING = re.compile(r"^ {0,3}(#{1,6})(?:[ \t]+(.*?))?[ \t]*$")
 _ADMONITION_OPEN = re.compile(r"^[ \t]*:{3,}[A-Za-z]")
 ADMONITION_CLOSE = re.compile(r"^[ \t]*:{3,}[ \t]*$")
 _TABLE_LINE = re.compile(r"^[ \t]*\|")
 TABLE_SEPARATOR = re.compile(r"^[ \t]*\|?[ \t]*:?-+:?[ \t]*(?:\|[ \t]*:?-+:?[ \t]*)*\|?[ \t]*$")
-LIST_ITEM = re.compile(r"^[ \t]*(?:[-*+]|\d{1,9}[.)])(?:[ \t]+|$)")
+LIST_ITEM = re.compile(rf"^[ \t]*{LIST_MARKER}(?:[ \t]+|$)")
 
 
 def _fence_end(lines: list[str], start: int) -> int:
@@ -48,15 +47,6 @@ def indent(line: str) -> int:
     """Width of the leading whitespace, a tab counting as four columns."""
     stripped = line.lstrip(" \t")
     return len(line[: len(line) - len(stripped)].expandtabs(4))
-
-
-def _heading(line: str) -> tuple[int, str] | None:
-    """(level, text) if ``line`` is a non-empty ATX heading, else None."""
-    match = _HEADING.match(line)
-    if match is None:
-        return None
-    text = HEADING_ID.sub("", CLOSING_HASHES.sub("", match[2] or "")).strip()
-    return (len(match[1]), text) if text else None
 
 
 # --- sections and blocks ----------------------------------------------------
@@ -86,7 +76,7 @@ def split_sections(body: str, title: str) -> list[Section]:
             admonition_depth += 1
         elif ADMONITION_CLOSE.match(line) and admonition_depth:
             admonition_depth -= 1
-        heading = _heading(line) if admonition_depth == 0 else None
+        heading = atx_heading(line) if admonition_depth == 0 else None
         if heading is None:
             current.append(line)
             continue
@@ -192,7 +182,7 @@ def parse_blocks(lines: list[str]) -> list[tuple[str, str]]:
                 end += 1
         chunk_lines = lines[index:end]
         if kind != "code":
-            chunk_lines = [l.rstrip() for l in chunk_lines]
+            chunk_lines = [line.rstrip() for line in chunk_lines]
         blocks.append((kind, "\n".join(chunk_lines).rstrip()))
         index = end
     return blocks

@@ -24,9 +24,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import DocumentError
+from ..errors import DocumentError, ValidationError
 from .mdx import strip_mdx
-from .syntax import CLOSING_HASHES, HEADING_ID, with_fence_state
+from .syntax import ATX_HEADING, atx_heading, normalize_newlines, with_fence_state
 
 __all__ = [
     "MarkdownDoc",
@@ -110,7 +110,7 @@ def _front_matter_text(front_matter: dict[str, Any], key: str) -> str | None:
     if value is None:
         return None
     if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValueError(f"front matter '{key}' must be text, got {type(value).__name__}")
+        raise ValidationError(f"front matter '{key}' must be text, got {type(value).__name__}", field="front_matter")
     text = str(value).strip()
     return text or None
 
@@ -142,12 +142,14 @@ def docusaurus_route(source_file: str, front_matter: dict[str, Any], route_base:
         no trailing slash.
 
     Raises:
-        ValueError: ``source_file`` is empty, absolute or leaves the docs
-            root, or ``id``/``slug`` is not text.
+        ValidationError: ``source_file`` is empty, absolute or leaves the
+            docs root (``field="source_file"``), or ``id``/``slug`` is not
+            text (``field="front_matter"``).
     """
     parts = [p for p in source_file.split("/") if p not in ("", ".")]
     if not parts or source_file.startswith("/") or ".." in parts:
-        raise ValueError(f"source_file must be a relative path inside the docs root, got {source_file!r}")
+        raise ValidationError(f"source_file must be a relative path inside the docs root, got {source_file!r}",
+                              field="source_file")
     *directories, file_name = parts
     stem = posixpath.splitext(file_name)[0]
     dir_path = "/".join(_strip_number_prefix(d) for d in directories)
@@ -168,19 +170,12 @@ def docusaurus_route(source_file: str, front_matter: dict[str, Any], route_base:
 
 # --- reading ----------------------------------------------------------------
 
-_H1 = re.compile(r"^ {0,3}#[ \t]+(?P<text>.+?)[ \t]*$")
-
-
 def _first_h1(body: str) -> str | None:
     """Text of the first ``# Heading`` outside fenced code, or None."""
     for line, in_code in with_fence_state(body.split("\n")):
-        if in_code:
-            continue
-        match = _H1.match(line)
-        if match:
-            text = HEADING_ID.sub("", CLOSING_HASHES.sub("", match["text"])).strip()
-            if text:
-                return text
+        heading = None if in_code else atx_heading(line)
+        if heading is not None and heading[0] == 1:
+            return heading[1]
     return None
 
 
@@ -194,7 +189,7 @@ def _relative_posix(path: Path, docs_root: Path) -> str:
         # Symlinks or a relative/absolute mix: compare the resolved paths.
         return Path(path).resolve().relative_to(Path(docs_root).resolve()).as_posix()
     except ValueError:
-        raise ValueError(f"{path} is not inside the docs root {docs_root}") from None
+        raise ValidationError(f"{path} is not inside the docs root {docs_root}", field="path") from None
 
 
 def _decode(raw: bytes, rel: str) -> str:
@@ -232,7 +227,7 @@ def read_document(path: Path, docs_root: Path, route_base: str = "/docs") -> Mar
         DocumentError: The file cannot be read, is not UTF-8, or has front
             matter that is not valid YAML or not a mapping, or whose
             ``id``/``slug`` is not text. ``path`` names the file.
-        ValueError: ``path`` is not inside ``docs_root``.
+        ValidationError: ``path`` is not inside ``docs_root`` (``field="path"``).
     """
     rel = _relative_posix(Path(path), Path(docs_root))
     try:
@@ -240,7 +235,7 @@ def read_document(path: Path, docs_root: Path, route_base: str = "/docs") -> Mar
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise DocumentError(f"{rel}: cannot be read ({reason}); check the path and its permissions", path=rel) from exc
-    text = _decode(raw, rel).replace("\r\n", "\n").replace("\r", "\n")
+    text = normalize_newlines(_decode(raw, rel))
     front_matter, content = _split_front_matter(text, rel)
     body = _tidy_body(strip_mdx(content))
 
@@ -252,7 +247,7 @@ def read_document(path: Path, docs_root: Path, route_base: str = "/docs") -> Mar
 
     try:
         route = docusaurus_route(rel, front_matter, route_base)
-    except ValueError as exc:
+    except ValidationError as exc:  # a front matter id/slug that is not text
         raise DocumentError(f"{rel}: {exc}", path=rel) from exc
     return MarkdownDoc(source_file=rel, front_matter=front_matter, title=title, route=route, body=body)
 
@@ -260,7 +255,6 @@ def read_document(path: Path, docs_root: Path, route_base: str = "/docs") -> Mar
 # --- stubs ------------------------------------------------------------------
 
 _WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
-_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}(?:[ \t].*)?$", re.MULTILINE)
 _ADMONITION_FENCE_LINE = re.compile(r"^[ \t]*:{3,}.*$", re.MULTILINE)
 _PLACEHOLDER = re.compile(
     r"\b(?:coming\s+soon|todo|tbd|to\s+be\s+(?:determined|written|added)|work\s+in\s+progress|wip"
@@ -287,11 +281,11 @@ def is_stub(doc: MarkdownDoc, min_words: int = 40) -> bool:
         "Under construction", ...; case-insensitive).
 
     Raises:
-        ValueError: ``min_words`` is negative.
+        ValidationError: ``min_words`` is negative (``field="min_words"``).
     """
     if min_words < 0:
-        raise ValueError(f"min_words must be >= 0, got {min_words}")
-    text = _ADMONITION_FENCE_LINE.sub("", _HEADING_LINE.sub("", doc.body))
+        raise ValidationError(f"min_words must be >= 0, got {min_words}", field="min_words")
+    text = _ADMONITION_FENCE_LINE.sub("", ATX_HEADING.sub("", doc.body))
     words = _WORD.findall(text)
     if not words or len(words) < min_words:
         return True

@@ -4,12 +4,14 @@ MDX files carry text that means nothing to a reader or an embedding model:
 top-level ``import``/``export`` statements, JSX wrappers such as ``<Tabs>``
 standing on their own lines, and ``<!-- -->`` / ``{/* */}`` comments.
 :func:`strip_mdx` drops that noise in three passes but never touches fenced
-code.
+code: both removal passes walk the lines through one fence-aware loop,
+:func:`_rewrite_outside_fences`.
 """
 
 from __future__ import annotations
 
 import re
+from collections.abc import Callable, Sequence
 
 from .syntax import closes_fence, fence_opening
 
@@ -81,34 +83,55 @@ def _comment_replacement(lines: list[str], start: int) -> tuple[int, list[str]] 
     return end - start + 1, cleaned.split("\n")
 
 
-def _remove_comments(lines: list[str]) -> list[str | None]:
-    """Pass 1: drop comments outside fences; None marks a line that became empty."""
+# What a pass does at one line outside fences: None keeps the line, else
+# (how many lines it consumes, what replaces them; None marks a removed line).
+_Rewrite = Callable[[int], tuple[int, list[str | None]] | None]
+
+
+def _rewrite_outside_fences(lines: Sequence[str | None], rewrite: _Rewrite) -> list[str | None]:
+    """Apply ``rewrite`` at every line outside fenced code; fenced lines pass unchanged.
+
+    A line an earlier pass removed (None) passes as None and leaves the fence
+    state as it is. Lines that ``rewrite`` consumes are never read as fences.
+    """
     out: list[str | None] = []
     fence: str | None = None
     i = 0
     while i < len(lines):
         line = lines[i]
+        if line is None:
+            out.append(None)
+            i += 1
+            continue
         if fence is not None:
             out.append(line)
             if closes_fence(line, fence):
                 fence = None
             i += 1
             continue
-        opened = fence_opening(line)
-        if opened is not None:
-            fence = opened
-            out.append(line)
-            i += 1
-            continue
-        replaced = _comment_replacement(lines, i)
+        fence = fence_opening(line)
+        replaced = rewrite(i) if fence is None else None
         if replaced is None:
             out.append(line)
             i += 1
             continue
         consumed, new_lines = replaced
-        out.extend(new if new.strip() else None for new in new_lines)
+        out.extend(new_lines)
         i += consumed
     return out
+
+
+def _remove_comments(lines: list[str]) -> list[str | None]:
+    """Pass 1: drop comments outside fences; None marks a line that became empty."""
+
+    def without_comments(i: int) -> tuple[int, list[str | None]] | None:
+        replaced = _comment_replacement(lines, i)
+        if replaced is None:
+            return None
+        consumed, new_lines = replaced
+        return consumed, [new if new.strip() else None for new in new_lines]
+
+    return _rewrite_outside_fences(lines, without_comments)
 
 
 def _bracket_depth(text: str) -> int:
@@ -163,42 +186,24 @@ def _jsx_length(lines: list[str | None], start: int) -> int:
         candidate = lines[end]
         if candidate is None or not candidate.strip():
             return 0
-        if _TAG_ONLY_LINES.fullmatch("\n".join(l for l in lines[start:end + 1] if l is not None)):
+        if _TAG_ONLY_LINES.fullmatch("\n".join(kept for kept in lines[start:end + 1] if kept is not None)):
             return end - start + 1
     return 0
 
 
 def _remove_esm_and_jsx(lines: list[str | None]) -> list[str | None]:
     """Pass 2: drop ESM statements and tag-only lines outside fences."""
-    out: list[str | None] = []
-    fence: str | None = None
-    i = 0
-    while i < len(lines):
-        line = lines[i]
-        if line is None:
-            out.append(None)
-            i += 1
-            continue
-        if fence is not None:
-            out.append(line)
-            if closes_fence(line, fence):
-                fence = None
-            i += 1
-            continue
-        opened = fence_opening(line)
-        if opened is not None:
-            fence = opened
-            out.append(line)
-            i += 1
-            continue
+
+    def without_esm_or_jsx(i: int) -> tuple[int, list[str | None]] | None:
         consumed = _esm_length(lines, i) or _jsx_length(lines, i)
-        if consumed:
-            out.extend([None] * consumed)
-            i += consumed
-        else:
-            out.append(line)
-            i += 1
-    return out
+        return (consumed, [None] * consumed) if consumed else None
+
+    return _rewrite_outside_fences(lines, without_esm_or_jsx)
+
+
+def _is_blank(line: str | None) -> bool:
+    """Whether ``line`` was removed (None) or holds only whitespace."""
+    return line is None or not line.strip()
 
 
 def _collapse_removed(lines: list[str | None]) -> list[str]:
@@ -216,11 +221,11 @@ def _collapse_removed(lines: list[str | None]) -> list[str]:
             i += 1
             continue
         end = i
-        while end < len(lines) and (lines[end] is None or not lines[end].strip()):
+        while end < len(lines) and _is_blank(lines[end]):
             end += 1
         run = lines[i:end]
         if None not in run:
-            out.extend(l for l in run if l is not None)
+            out.extend(blank for blank in run if blank is not None)
         elif out and end < len(lines):
             # The removed tags/comments separated blocks; keep them separated.
             out.append("")
