@@ -1,20 +1,51 @@
 """retrieval_lib: prove that Qdrant + embedding retrieval works before an LLM goes on top.
 
-The public API; everything else is internal. See ``errors`` for the exception tree.
+The public API, assembled here. The families live in sub-packages:
+
+- the core (this folder, flat): settings, errors, result models, embedders, the vector
+  store, search, parameter files, notebook reports, the batch runner and the CLI;
+- :mod:`retrieval_lib.ingest`: markdown/MDX book in, chunks embedded into a collection;
+- :mod:`retrieval_lib.checks`: one module per question a notebook asks (public, with its own ``__all__``).
+
+See :mod:`retrieval_lib.errors` for the exception tree.
 """
 
 from .config import PROJECT_ROOT, Secret, Settings, load_settings
 from .embedders import CohereEmbedder, Embedder, LocalEmbedder, make_embedder
-from .errors import *  # noqa: F403 - the exception tree is public
-from .errors import __all__ as _error_names
+from .errors import (
+    AuthenticationError,
+    BadEmbeddingResponseError,
+    CollectionNotFoundError,
+    ConfigurationError,
+    DocumentError,
+    EmbeddingError,
+    EmbeddingUnavailableError,
+    ModelMismatchError,
+    ParamsError,
+    RateLimitedError,
+    RetrievalError,
+    StoreLockedError,
+    StoreUnavailableError,
+    ValidationError,
+    VectorStoreError,
+)
+from .frames import results_frame
 from .models import PAYLOAD_FIELDS, CollectionStats, SearchResponse, SearchResult
-from .search import MAX_TOP_K, SCORE_TOLERANCE, Retriever
+from .report import NotebookReport, NotebookRun, open_run
+from .search import SCORE_TOLERANCE, Retriever, same_ranking
 from .store import VectorStore
+from .validation import MAX_TOP_K
+
+__version__ = "0.1.0"
 
 __all__ = [
     "PROJECT_ROOT", "Secret", "Settings", "load_settings",
     "Embedder", "LocalEmbedder", "CohereEmbedder", "make_embedder",
     "PAYLOAD_FIELDS", "SearchResult", "SearchResponse", "CollectionStats",
-    "MAX_TOP_K", "SCORE_TOLERANCE", "Retriever", "VectorStore",
-    *_error_names,
+    "MAX_TOP_K", "SCORE_TOLERANCE", "Retriever", "same_ranking", "VectorStore",
+    "NotebookReport", "NotebookRun", "open_run", "results_frame",
+    "RetrievalError", "ValidationError", "ParamsError", "ConfigurationError", "DocumentError",
+    "ModelMismatchError", "CollectionNotFoundError", "VectorStoreError", "StoreUnavailableError",
+    "StoreLockedError", "EmbeddingError", "RateLimitedError", "AuthenticationError",
+    "EmbeddingUnavailableError", "BadEmbeddingResponseError",
 ]

@@ -8,6 +8,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from retrieval_lib.errors import ValidationError
 from retrieval_lib.ingest.chunking import Chunk, chunk_markdown, default_count_tokens
 
 
@@ -415,14 +416,46 @@ def test_crlf_body_is_handled() -> None:
 
 
 @pytest.mark.parametrize(
-    ("max_tokens", "overlap_tokens"),
-    [(19, 0), (0, 0), (100, 100), (100, 150), (100, -1)],
+    ("max_tokens", "overlap_tokens", "field"),
+    [
+        (19, 0, "max_tokens"),
+        (0, 0, "max_tokens"),
+        (100, 100, "overlap_tokens"),
+        (100, 150, "overlap_tokens"),
+        (100, -1, "overlap_tokens"),
+    ],
 )
-def test_bad_sizes_raise_value_error(max_tokens: int, overlap_tokens: int) -> None:
+def test_bad_sizes_raise_value_error(max_tokens: int, overlap_tokens: int, field: str) -> None:
     with pytest.raises(ValueError):
         chunk_markdown("text", title="T", max_tokens=max_tokens, overlap_tokens=overlap_tokens)
+    # A ValueError from the package's error tree, naming the argument at fault.
+    with pytest.raises(ValidationError) as info:
+        chunk_markdown("text", title="T", max_tokens=max_tokens, overlap_tokens=overlap_tokens)
+    assert info.value.field == field
+    assert field in str(info.value)
 
 
 def test_non_integer_sizes_raise_type_error() -> None:
     with pytest.raises(TypeError):
         chunk_markdown("text", title="T", max_tokens=100.0)  # type: ignore[arg-type]
+
+
+def test_decorated_headings_read_the_same_as_the_document_title() -> None:
+    # One heading rule for sections and titles: closing hashes and {#id} are not part of the text.
+    # A heading left with no text (only an id) is no heading: its line stays in the section.
+    body = "\n\n".join(["## Setup {#setup}", sentences("setup", 4), "### {#only-an-id}", sentences("more", 4)])
+    chunks = chunk_markdown(body, title="T", max_tokens=200)
+    assert [(c.section_title, c.heading_path) for c in chunks] == [("Setup", ("Setup",))]
+    assert chunks[0].text.startswith("## Setup {#setup}\n\nThe setup note 0")
+    assert "### {#only-an-id}\n\nThe more note 0" in chunks[0].text
+
+
+def test_nested_list_lines_are_sentence_cuts_when_an_item_is_too_big() -> None:
+    # One top-level item too big for a chunk is cut at its nested items' lines (any list marker,
+    # "3)" included), not mid-line, although no line ends a sentence.
+    nested = "\n".join(f"    {i}) nested step {i} installs one robot package" for i in range(1, 40))
+    chunks = chunk_markdown("## Steps\n\n- Parent item\n" + nested, title="T", max_tokens=60, overlap_tokens=0)
+    assert len(chunks) > 1
+    lines = [line.strip() for chunk in chunks for line in body_after_heading(chunk).split("\n")]
+    assert lines[0] == "- Parent item"
+    assert lines[1:] == [f"{i}) nested step {i} installs one robot package" for i in range(1, 40)]

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_lib.errors import DocumentError
+from retrieval_lib.errors import DocumentError, ValidationError
 from retrieval_lib.ingest.documents import (
     MarkdownDoc,
     discover_documents,
@@ -80,6 +80,12 @@ def test_title_comes_from_front_matter_first(tmp_path: Path) -> None:
 
 def test_title_falls_back_to_first_h1_outside_code(tmp_path: Path) -> None:
     content = "```bash\n# not the title\n```\n\n## Second level\n\n# Real Title {#custom-id}\n"
+    doc = read_document(write(tmp_path, "a.md", content), tmp_path)
+    assert doc.title == "Real Title"
+
+
+def test_title_skips_an_h1_with_no_text_and_drops_closing_hashes(tmp_path: Path) -> None:
+    content = "# {#only-an-id}\n\n#\n\n#No space is not a heading\n\n# Real Title ##\n"
     doc = read_document(write(tmp_path, "a.md", content), tmp_path)
     assert doc.title == "Real Title"
 
@@ -174,11 +180,17 @@ def test_route_base_is_joined_with_single_slashes() -> None:
 def test_route_rejects_paths_outside_the_docs_root(bad: str) -> None:
     with pytest.raises(ValueError):
         docusaurus_route(bad, {})
+    with pytest.raises(ValidationError) as info:
+        docusaurus_route(bad, {})
+    assert info.value.field == "source_file"
 
 
 def test_route_rejects_non_text_slug() -> None:
     with pytest.raises(ValueError, match="slug"):
         docusaurus_route("a.md", {"slug": ["x"]})
+    with pytest.raises(ValidationError, match="slug") as info:
+        docusaurus_route("a.md", {"slug": ["x"]})
+    assert info.value.field == "front_matter"
 
 
 def test_read_document_computes_route_from_relative_path(tmp_path: Path) -> None:
@@ -251,6 +263,9 @@ def test_file_outside_docs_root_is_a_value_error(tmp_path: Path) -> None:
     path = write(tmp_path, "outside.md", "# X\n")
     with pytest.raises(ValueError):
         read_document(path, tmp_path / "docs")
+    with pytest.raises(ValidationError) as info:
+        read_document(path, tmp_path / "docs")
+    assert info.value.field == "path"
 
 
 # --- MDX stripping ----------------------------------------------------------------
@@ -370,6 +385,15 @@ def test_real_paragraph_mentioning_todo_is_not_a_stub() -> None:
     assert not is_stub(doc)
 
 
+def test_heading_lines_of_every_form_are_not_counted_as_words() -> None:
+    headings = "# Title ##\n## {#id}\n###\n###### Deep heading words here\n"
+    body = headings + " ".join(f"word{i}" for i in range(30))
+    assert not is_stub(doc_with_body(body), min_words=30)
+    assert is_stub(doc_with_body(body), min_words=31)
+    # Seven hashes are no heading, so those words count.
+    assert not is_stub(doc_with_body("####### one two\n" + " ".join(f"w{i}" for i in range(29))), min_words=31)
+
+
 def test_min_words_threshold_is_respected() -> None:
     doc = doc_with_body("# Counting\n\n" + " ".join(f"word{i}" for i in range(30)))
     assert not is_stub(doc, min_words=30)
@@ -380,6 +404,9 @@ def test_min_words_threshold_is_respected() -> None:
 def test_negative_min_words_is_rejected() -> None:
     with pytest.raises(ValueError):
         is_stub(doc_with_body("text"), min_words=-1)
+    with pytest.raises(ValidationError) as info:
+        is_stub(doc_with_body("text"), min_words=-1)
+    assert info.value.field == "min_words"
 
 
 # --- discovery -----------------------------------------------------------------------

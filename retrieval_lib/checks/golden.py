@@ -28,21 +28,36 @@ page of the collection that matches one of its patterns.
 - hit@k (trec ``success_k``) = 1 if a relevant page is in the top k, else 0
 - MRR (trec ``recip_rank``) = mean over queries of 1 / rank of the first relevant page
 - nDCG@k (trec ``ndcg_cut_k``) = DCG@k / IDCG@k with DCG@k = Σ_{i≤k} rel_i / log2(i + 1)
+
+The qrels are owned here: :func:`relevant_pages` decides which pages of the
+collection a query's patterns name; each :class:`QueryOutcome` carries them and
+:attr:`ValidationReport.qrels` gives them in TREC form (what the metrics used).
+:func:`record` turns a report into notebook 05's gates, findings and metrics.
 """
 
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from ..models import SearchResponse, SearchResult
 from ..params import GoldenQuery, GoldenSet, NegativeQuery, load_golden_set
 from ..search import Retriever
+from .health import PayloadScan, record_completeness
+
+if TYPE_CHECKING:
+    from ..report import NotebookReport
 
 __all__ = ["GoldenQuery", "NegativeQuery", "GoldenSet", "QueryOutcome", "ValidationReport",
-           "load_golden_set", "evaluate_golden", "matches", "url_matches"]
+           "load_golden_set", "evaluate_golden", "matches", "url_matches", "relevant_pages", "trec_qrels",
+           "record", "golden_set_frame", "outcomes_frame", "ir_frame", "report_frame", "NO_RELEVANT_PAGE"]
+
+#: The stand-in page a query with no relevant page gets in the qrels: trec_eval skips a query without
+#: relevant documents, which would lift the means; with it, such a query scores 0.
+NO_RELEVANT_PAGE = "__no_relevant_page_in_collection__"
 
 
 def _under(value: str, pattern: str) -> bool:
@@ -61,9 +76,19 @@ def matches(result: SearchResult, pattern: str) -> bool:
     return url_matches(result.source_url or "", pattern) or _under(result.source_file or "", pattern)
 
 
+def relevant_pages(patterns: Iterable[str], pages: Iterable[str]) -> tuple[str, ...]:
+    """The pages (``source_url`` values) that one of ``patterns`` names: a query's relevant pages, in page order."""
+    wanted = list(patterns)
+    return tuple(u for u in pages if any(url_matches(u, p) for p in wanted))
+
+
 @dataclass
 class QueryOutcome:
-    """How one golden or negative query fared."""
+    """How one golden or negative query fared.
+
+    ``threshold`` is the query's ``min_score`` (golden, extra) or ``max_score``
+    (negative); ``relevant_pages`` are its qrels (empty for a negative).
+    """
 
     query: str
     kind: str  # "golden", "extra" or "negative"
@@ -73,6 +98,18 @@ class QueryOutcome:
     best_relevant_score: float | None = None
     top_score: float | None = None
     top_source: str | None = None
+    threshold: float | None = None
+    expected_url_patterns: tuple[str, ...] = ()
+    relevant_pages: tuple[str, ...] = ()
+
+
+def trec_qrels(outcomes: Sequence[QueryOutcome]) -> dict[str, dict[str, int]]:
+    """TREC qrels of the golden queries among ``outcomes``: ``{"q0": {page: 1, ...}, ...}``.
+
+    A query without a relevant page in the collection gets :data:`NO_RELEVANT_PAGE`, so it counts (as 0).
+    """
+    golden = [o for o in outcomes if o.kind == "golden"]
+    return {f"q{i}": {page: 1 for page in (o.relevant_pages or (NO_RELEVANT_PAGE,))} for i, o in enumerate(golden)}
 
 
 @dataclass
@@ -94,17 +131,28 @@ class ValidationReport:
     top_k: int
     outcomes: list[QueryOutcome] = field(default_factory=list)
 
+    @property
+    def qrels(self) -> dict[str, dict[str, int]]:
+        """The qrels the IR metrics were computed with (see :func:`trec_qrels`)."""
+        return trec_qrels(self.outcomes)
+
+    def of_kind(self, kind: str) -> list[QueryOutcome]:
+        """The outcomes of one kind (``"golden"``, ``"extra"`` or ``"negative"``), in golden-set order."""
+        return [o for o in self.outcomes if o.kind == kind]
+
     def as_dict(self) -> dict[str, Any]:
         return asdict(self)
 
 
-def _judge(q: GoldenQuery, response: SearchResponse, kind: str) -> QueryOutcome:
+def _judge(q: GoldenQuery, response: SearchResponse, kind: str, pages: Sequence[str]) -> QueryOutcome:
     top = response.results[0] if response.results else None
     relevant = [(rank, r) for rank, r in enumerate(response.results, 1)
                 if any(matches(r, p) for p in q.expected_url_patterns)]
     outcome = QueryOutcome(query=q.query, kind=kind, passed=False, reason="",
                            top_score=round(top.similarity_score, 4) if top else None,
-                           top_source=top.source_file if top else None)
+                           top_source=top.source_file if top else None, threshold=q.min_score,
+                           expected_url_patterns=tuple(q.expected_url_patterns),
+                           relevant_pages=relevant_pages(q.expected_url_patterns, pages))
     if relevant:
         outcome.first_relevant_rank = relevant[0][0]
         outcome.best_relevant_score = round(max(r.similarity_score for _, r in relevant), 4)
@@ -120,27 +168,32 @@ def _judge(q: GoldenQuery, response: SearchResponse, kind: str) -> QueryOutcome:
     return outcome
 
 
-def _ir_metrics(queries: list[GoldenQuery], responses: list[SearchResponse], all_urls: list[str],
-                k: int) -> tuple[float, float, float]:
+def _judge_negative(neg: NegativeQuery, response: SearchResponse) -> QueryOutcome:
+    top = response.results[0] if response.results else None
+    ok = top is None or all(r.similarity_score < neg.max_score for r in response.results)
+    reason = ("no results" if top is None else
+              f"top score {top.similarity_score:.3f} {'<' if ok else '>='} max_score {neg.max_score:g}")
+    return QueryOutcome(query=neg.query, kind="negative", passed=ok, reason=reason,
+                        top_score=round(top.similarity_score, 4) if top else None,
+                        top_source=top.source_file if top else None, threshold=neg.max_score)
+
+
+def _ir_metrics(outcomes: list[QueryOutcome], responses: list[SearchResponse], k: int) -> tuple[float, float, float]:
     import pytrec_eval
 
-    qrels: dict[str, dict[str, int]] = {}
+    qrels = trec_qrels(outcomes)
     run: dict[str, dict[str, float]] = {}
-    for i, (q, response) in enumerate(zip(queries, responses)):
-        qid = f"q{i}"
-        qrels[qid] = {u: 1 for u in all_urls if any(url_matches(u, p) for p in q.expected_url_patterns)}
+    for i, response in enumerate(responses):
         pages: list[str] = []
         for r in response.results:
             page = r.source_url or r.source_file or r.point_id
             if page not in pages:
                 pages.append(page)
         # trec_eval ranks by score and breaks ties by id, so rank order is encoded in the score.
-        run[qid] = {page: float(len(pages) - rank) for rank, page in enumerate(pages)}
-        if not qrels[qid]:  # trec_eval skips queries without relevant docs; keep them, scoring 0
-            qrels[qid] = {"__no_relevant_page_in_collection__": 1}
+        run[f"q{i}"] = {page: float(len(pages) - rank) for rank, page in enumerate(pages)}
     evaluator = pytrec_eval.RelevanceEvaluator(qrels, {f"success_{k}", "recip_rank", f"ndcg_cut_{k}"})
     per_query = evaluator.evaluate(run)
-    n = len(queries)
+    n = len(responses)
 
     def mean(measure: str) -> float:
         return sum(per_query.get(f"q{i}", {}).get(measure, 0.0) for i in range(n)) / n if n else math.nan
@@ -154,6 +207,8 @@ def evaluate_golden(retriever: Retriever, golden: GoldenSet, *, vector_count: in
 
     ``passed`` is True when at least ``required_passes`` golden queries pass
     AND every negative passes. Extra queries and IR metrics are reported only.
+    Each golden and extra outcome carries its relevant pages (the qrels), found
+    among the collection's distinct ``source_url`` values.
     """
     texts = ([q.query for q in golden.queries] + [q.query for q in golden.extra_queries]
              + [n.query for n in golden.negatives])
@@ -162,27 +217,122 @@ def evaluate_golden(retriever: Retriever, golden: GoldenSet, *, vector_count: in
     gold_resp = responses[:n_gold]
     extra_resp = responses[n_gold:n_gold + n_extra]
     neg_resp = responses[n_gold + n_extra:]
+    pages = list(retriever.store.distinct_values(retriever.collection, "source_url"))
 
-    outcomes = [_judge(q, r, "golden") for q, r in zip(golden.queries, gold_resp)]
-    outcomes += [_judge(q, r, "extra") for q, r in zip(golden.extra_queries, extra_resp)]
-    negatives_passed = 0
-    for neg, response in zip(golden.negatives, neg_resp):
-        top = response.results[0] if response.results else None
-        ok = top is None or all(r.similarity_score < neg.max_score for r in response.results)
-        negatives_passed += ok
-        reason = ("no results" if top is None else
-                  f"top score {top.similarity_score:.3f} {'<' if ok else '>='} max_score {neg.max_score:g}")
-        outcomes.append(QueryOutcome(query=neg.query, kind="negative", passed=ok, reason=reason,
-                                     top_score=round(top.similarity_score, 4) if top else None,
-                                     top_source=top.source_file if top else None))
-    all_urls = list(retriever.store.distinct_values(retriever.collection, "source_url"))
-    hit, mrr, ndcg = _ir_metrics(list(golden.queries), gold_resp, all_urls, golden.top_k)
+    outcomes = [_judge(q, r, "golden", pages) for q, r in zip(golden.queries, gold_resp)]
+    outcomes += [_judge(q, r, "extra", pages) for q, r in zip(golden.extra_queries, extra_resp)]
+    outcomes += [_judge_negative(neg, r) for neg, r in zip(golden.negatives, neg_resp)]
+    negatives_passed = sum(o.passed for o in outcomes if o.kind == "negative")
+    hit, mrr, ndcg = _ir_metrics(outcomes, gold_resp, golden.top_k)
     passed_queries = sum(o.passed for o in outcomes if o.kind == "golden")
+    failed = [{"query": o.query, "reason": o.reason} for o in outcomes if o.kind == "golden" and not o.passed]
     return ValidationReport(
         passed=passed_queries >= golden.required_passes and negatives_passed == len(golden.negatives),
         total_queries=n_gold, passed_queries=passed_queries, required_passes=golden.required_passes,
-        failed_queries=[{"query": o.query, "reason": o.reason} for o in outcomes if o.kind == "golden" and not o.passed],
+        failed_queries=failed,
         vector_count=vector_count, metadata_completeness=metadata_completeness,
         negatives_total=len(golden.negatives), negatives_passed=negatives_passed,
         hit_at_k=hit, mrr=mrr, ndcg_at_k=ndcg, top_k=golden.top_k, outcomes=outcomes,
     )
+
+
+def record(report: NotebookReport, validation: ValidationReport, scan: PayloadScan, *,
+           min_metadata_completeness: float) -> None:
+    """Record notebook 05's gates, findings and metrics.
+
+    Gates: at least ``required_passes`` golden queries pass; every negative
+    passes; metadata completeness (from ``scan``, the scan behind
+    ``validation.metadata_completeness``) >= ``min_metadata_completeness``.
+
+    Raises:
+        ValidationError: ``min_metadata_completeness`` outside [0, 100].
+    """
+    v, k = validation, validation.top_k
+    gold, extra, negs = v.of_kind("golden"), v.of_kind("extra"), v.of_kind("negative")
+    report.gate(f"at least {v.required_passes} golden queries pass", v.passed_queries >= v.required_passes,
+                value=v.passed_queries, threshold=v.required_passes,
+                detail=f"{v.passed_queries}/{len(gold)} golden queries found an expected page in the top {k} "
+                       "with score >= min_score (negatives not counted)")
+    report.gate("every negative returns nothing relevant", v.negatives_passed == v.negatives_total,
+                value=v.negatives_passed, threshold=v.negatives_total,
+                detail=f"{v.negatives_passed}/{v.negatives_total} negatives empty or below max_score")
+    record_completeness(report, scan, min_metadata_completeness)
+
+    extra_passed = sum(o.passed for o in extra)
+    report.finding(f"{v.passed_queries}/{len(gold)} golden queries passed (required {v.required_passes}); "
+                   f"extra queries {extra_passed}/{len(extra)}; seed 004 verdict passed={v.passed}")
+    scored = [o for o in gold + extra if o.best_relevant_score is not None and o.threshold is not None]
+    if scored:
+        low = min(scored, key=lambda o: (o.best_relevant_score or 0.0) - (o.threshold or 0.0))
+        report.finding(f"smallest margin: {low.query!r} best relevant score {low.best_relevant_score:.3f} "
+                       f"vs min_score {low.threshold:g}")
+    for o in gold + extra:
+        if not o.passed:
+            report.finding(f"FAILED {o.kind} {o.query!r}: {o.reason}")
+    if negs:
+        worst = max(negs, key=lambda o: o.top_score or 0.0)
+        report.finding(f"{v.negatives_passed}/{len(negs)} negatives returned nothing relevant; highest negative "
+                       f"top score {worst.top_score or 0.0:.3f} ({worst.query!r}, max_score {worst.threshold:g})")
+    report.finding(f"hit@{k} {v.hit_at_k:.3f}, MRR {v.mrr:.3f}, nDCG@{k} {v.ndcg_at_k:.3f} over {len(gold)} "
+                   "golden queries")
+    broad = [o for o in gold if len(o.relevant_pages) > 1]
+    if v.ndcg_at_k < 1 and broad:
+        report.finding(f"nDCG@{k} < 1 because {len(broad)} golden queries' patterns cover several pages ("
+                       + ", ".join(f"{o.query!r}: {len(o.relevant_pages)}" for o in broad)
+                       + f") that their top {k} does not all show")
+    for name, value in (("golden_passed", v.passed_queries), ("golden_total", len(gold)),
+                        ("required_passes", v.required_passes), ("extra_passed", extra_passed),
+                        ("negatives_passed", v.negatives_passed), ("negatives_total", v.negatives_total),
+                        ("hit_at_k", v.hit_at_k), ("mrr", v.mrr), ("ndcg_at_k", v.ndcg_at_k), ("top_k", k),
+                        ("vector_count", v.vector_count), ("metadata_completeness", scan.metadata_completeness),
+                        ("validation_report_passed", v.passed)):
+        report.metric(name, value)
+
+
+# --------------------------------------------------------------------------- tables
+def golden_set_frame(validation: ValidationReport):
+    """The golden set as judged: kind, query, patterns, threshold and the number of relevant pages (qrels)."""
+    import pandas as pd
+
+    rows = []
+    for o in validation.outcomes:
+        negative = o.kind == "negative"
+        rows.append({"kind": o.kind, "query": o.query,
+                     "expected_url_patterns": "(none: out of domain)" if negative
+                     else ", ".join(o.expected_url_patterns),
+                     "threshold": f"every score < {o.threshold:g}" if negative else f"score >= {o.threshold:g}",
+                     "relevant_pages": len(o.relevant_pages)})
+    return pd.DataFrame(rows)
+
+
+def outcomes_frame(validation: ValidationReport, *, decimals: int = 3):
+    """One row per query: verdict, reason, rank and scores (rounded to ``decimals``) and the top source."""
+    import pandas as pd
+
+    columns = ["kind", "query", "passed", "reason", "first_relevant_rank", "best_relevant_score", "top_score",
+               "top_source"]
+    frame = pd.DataFrame([{c: getattr(o, c) for c in columns} for o in validation.outcomes], columns=columns)
+    frame["first_relevant_rank"] = frame["first_relevant_rank"].astype("Int64")
+    return frame.round({"best_relevant_score": decimals, "top_score": decimals})
+
+
+def ir_frame(validation: ValidationReport, *, decimals: int = 3):
+    """hit@k, MRR and nDCG@k of the golden queries, rounded to ``decimals``."""
+    import pandas as pd
+
+    k = validation.top_k
+    return pd.DataFrame({"metric": [f"hit@{k}", "MRR", f"nDCG@{k}"],
+                         "value": [round(x, decimals) for x in (validation.hit_at_k, validation.mrr,
+                                                                validation.ndcg_at_k)]})
+
+
+def report_frame(validation: ValidationReport):
+    """Seed 004's ValidationReport fields as text rows (``field``, ``value``)."""
+    import pandas as pd
+
+    failed = "; ".join(f"{f['query']}: {f['reason']}" for f in validation.failed_queries) or "none"
+    values = {"passed": validation.passed, "total_queries": validation.total_queries,
+              "passed_queries": validation.passed_queries, "failed_queries": failed,
+              "vector_count": validation.vector_count,
+              "metadata_completeness": round(validation.metadata_completeness, 2)}
+    return pd.DataFrame({"field": list(values), "value": [str(x) for x in values.values()]})

@@ -2,21 +2,38 @@
 
 - payload completeness per field (seed 000 FR-007's fields),
 - ``metadata_completeness``: % of points carrying every field (seed 004),
-- duplicate ``content_hash`` values (the same text stored twice),
+- duplicate ``content_hash`` values (the same text stored twice):
+  ``duplicate_share`` = (points beyond the first of each hash group) / all points,
 - points whose ``model_version`` differs from the configured embedder,
 - points per source file.
+
+:func:`record` turns a scan and the collection's statistics into notebook 07's
+gates, findings and metrics; :func:`record_completeness` is the one
+metadata-completeness gate (notebooks 05 and 07 both judge it).
 """
 
 from __future__ import annotations
 
 from collections import Counter
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
-from ..models import PAYLOAD_FIELDS
+from ..errors import ValidationError
+from ..models import PAYLOAD_FIELDS, CollectionStats
 from ..store import VectorStore, size_warning
 
-__all__ = ["PayloadScan", "scan_payloads"]
+if TYPE_CHECKING:
+    from ..embedders import Embedder
+    from ..report import Gate, NotebookReport
+
+__all__ = ["PayloadScan", "scan_payloads", "collection_warnings", "record", "record_completeness",
+           "stats_frame", "completeness_frame", "per_file_frame", "duplicates_frame", "models_frame",
+           "STATS_SHOWN"]
+
+#: The CollectionStats fields notebook 07 shows (stable from run to run, unlike the on-disk size).
+STATS_SHOWN: tuple[str, ...] = ("vector_count", "points_count", "dimensions", "distance", "index_status",
+                                "segments_count", "ram_data_size_bytes", "indexed_fields")
 
 
 @dataclass
@@ -37,13 +54,24 @@ class PayloadScan:
         """% of points that carry every payload field (100.0 for an empty collection)."""
         return 100.0 * self.complete_points / self.points if self.points else 100.0
 
+    @property
+    def extra_copies(self) -> int:
+        """Points that repeat the text of an earlier point: each hash group's size minus one, summed."""
+        return sum(self.duplicate_hashes.values()) - len(self.duplicate_hashes)
+
+    @property
+    def duplicate_share(self) -> float:
+        """``extra_copies / points``: the share of points that store a text already stored (0.0 when empty)."""
+        return self.extra_copies / self.points if self.points else 0.0
+
     def field_completeness(self) -> dict[str, float]:
         """% of points carrying each field."""
         return {f: (100.0 * n / self.points if self.points else 100.0) for f, n in self.field_present.items()}
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
-        out["metadata_completeness"] = self.metadata_completeness
+        out.update(metadata_completeness=self.metadata_completeness, extra_copies=self.extra_copies,
+                   duplicate_share=self.duplicate_share)
         return out
 
 
@@ -56,9 +84,14 @@ def scan_payloads(store: VectorStore, collection: str, *, expected_model: str | 
         collection: collection name.
         expected_model: the configured embedder's model; points with another
             ``model_version`` are counted as foreign.
-        batch_size: points per scroll page.
+        batch_size: points per scroll page, >= 1.
         progress: show a progress bar (tqdm).
+
+    Raises:
+        ValidationError: ``batch_size`` is not a whole number >= 1.
     """
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValidationError(f"batch_size must be a whole number >= 1 (got {batch_size!r})", field="batch_size")
     fields = list(PAYLOAD_FIELDS)
     present = Counter({f: 0 for f in fields})
     hashes: Counter[str] = Counter()
@@ -89,7 +122,149 @@ def scan_payloads(store: VectorStore, collection: str, *, expected_model: str | 
     if small:
         scan.warnings.append(small)
     if duplicates:
-        scan.warnings.append(f"{sum(duplicates.values()) - len(duplicates)} points repeat the text of another")
+        scan.warnings.append(f"{scan.extra_copies} points repeat the text of another")
     if foreign:
         scan.warnings.append(f"{foreign} points were embedded with a model other than {expected_model}")
     return scan
+
+
+def _check_thresholds(min_points: int, max_duplicate_share: float, min_metadata_completeness: float) -> None:
+    if isinstance(min_points, bool) or not isinstance(min_points, int) or min_points < 0:
+        raise ValidationError(f"min_points must be a whole number >= 0 (got {min_points!r})", field="min_points")
+    for name, value, top in (("max_duplicate_share", max_duplicate_share, 1.0),
+                             ("min_metadata_completeness", min_metadata_completeness, 100.0)):
+        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= top:
+            raise ValidationError(f"{name} must be a number from 0 to {top:g} (got {value!r})", field=name)
+
+
+def collection_warnings(stats: CollectionStats, scan: PayloadScan, *, min_points: int) -> list[str]:
+    """Every warning about the collection, once each: the store's, the scan's and the two this check adds.
+
+    The store and the scan word the small-collection warning alike
+    (:func:`~retrieval_lib.store.size_warning`), so exact de-duplication leaves one.
+
+    Raises:
+        ValidationError: ``min_points`` is not a whole number >= 0.
+    """
+    _check_thresholds(min_points, 0.0, 0.0)
+    warnings = list(dict.fromkeys([*stats.warnings, *scan.warnings]))
+    if scan.points < min_points:
+        warnings.append(f"the collection holds {scan.points} points, below min_points {min_points}")
+    if stats.vector_count != scan.points:
+        warnings.append(f"Qdrant counts {stats.vector_count} points but the scan read {scan.points}")
+    return warnings
+
+
+def record_completeness(report: NotebookReport, scan: PayloadScan, minimum: float) -> Gate:
+    """Record the gate "metadata completeness >= ``minimum``%" (value and detail from the same scan).
+
+    Raises:
+        ValidationError: ``minimum`` outside [0, 100].
+    """
+    _check_thresholds(0, 0.0, minimum)
+    return report.gate(f"metadata completeness >= {minimum:g}%", scan.metadata_completeness >= minimum,
+                       value=round(scan.metadata_completeness, 2), threshold=minimum,
+                       detail=f"{scan.complete_points}/{scan.points} points carry every payload field")
+
+
+def _versions(scan: PayloadScan, template: str) -> str:
+    return ", ".join(template.format(model=m, points=n) for m, n in sorted(scan.model_versions.items()))
+
+
+def record(report: NotebookReport, scan: PayloadScan, stats: CollectionStats, embedder: Embedder, *,
+           min_points: int, max_duplicate_share: float, min_metadata_completeness: float) -> list[str]:
+    """Record notebook 07's gates, findings and metrics; returns the collection's warnings.
+
+    Gates: at least ``min_points`` points; metadata completeness >= the minimum
+    (:func:`record_completeness`); ``duplicate_share <= max_duplicate_share``;
+    every point embedded with ``embedder.model`` (and the collection not empty);
+    the collection's vector size equals ``embedder.dimension``. Each warning of
+    :func:`collection_warnings` becomes a finding.
+
+    Raises:
+        ValidationError: a threshold out of range.
+    """
+    _check_thresholds(min_points, max_duplicate_share, min_metadata_completeness)
+    files = scan.points_per_file
+    sizes = list(files.values()) or [0]
+    report.gate(f"at least {min_points} points", scan.points >= min_points, value=scan.points, threshold=min_points,
+                detail=f"{scan.points} points in {len(files)} source files")
+    record_completeness(report, scan, min_metadata_completeness)
+    report.gate(f"duplicate share <= {max_duplicate_share:g}", scan.duplicate_share <= max_duplicate_share,
+                value=round(scan.duplicate_share, 4), threshold=max_duplicate_share,
+                detail=f"{len(scan.duplicate_hashes)} content_hash groups, {scan.extra_copies} extra copies")
+    report.gate("every point embedded with the configured model", scan.foreign_model_points == 0 and scan.points > 0,
+                value=scan.foreign_model_points, threshold=0,
+                detail=f"configured {embedder.model}; found {_versions(scan, '{model} ({points})')}")
+    report.gate("collection dimension == embedder dimension", stats.dimensions == embedder.dimension,
+                value=stats.dimensions, threshold=embedder.dimension,
+                detail=f"{stats.dimensions} vs {embedder.dimension}")
+
+    report.finding(f"{scan.points} points from {len(files)} source files ({min(sizes)}-{max(sizes)} per file), "
+                   f"{stats.dimensions}-dimensional {stats.distance} vectors, index status {stats.index_status}, "
+                   f"{stats.segments_count} segment(s)")
+    fields = scan.field_completeness()
+    weakest = min(fields, key=lambda f: (round(fields[f], 2), f)) if fields else None
+    report.finding(f"metadata completeness {scan.metadata_completeness:.2f}% ({scan.complete_points}/{scan.points} "
+                   "points)" + (f"; least present field {weakest!r} at {round(fields[weakest], 2):g}%"
+                                if weakest is not None and round(fields[weakest], 2) < 100
+                                else "; every field on every point"))
+    report.finding(f"{len(scan.duplicate_hashes)} duplicate content_hash groups ({scan.extra_copies} extra copies, "
+                   f"share {scan.duplicate_share:.4f})")
+    report.finding(f"model_version: {_versions(scan, '{model} on {points} points')}; configured embedder "
+                   f"{embedder.model} ({embedder.dimension} dims, collection {stats.dimensions})")
+    if stats.unreported:
+        report.finding("unreported by this backend: " + "; ".join(f"{u.field} ({u.reason})" for u in stats.unreported))
+    warnings = collection_warnings(stats, scan, min_points=min_points)
+    for w in warnings:
+        report.finding(f"warning: {w}")
+    for name, value in (("disk_data_size_bytes", stats.disk_data_size_bytes), ("points", scan.points),
+                        ("vector_count", stats.vector_count), ("source_files", len(files)),
+                        ("metadata_completeness", scan.metadata_completeness), ("field_completeness", fields),
+                        ("duplicate_groups", len(scan.duplicate_hashes)), ("duplicate_share", scan.duplicate_share),
+                        ("foreign_model_points", scan.foreign_model_points), ("model_versions", scan.model_versions),
+                        ("collection_dimension", stats.dimensions), ("embedder_dimension", embedder.dimension),
+                        ("index_status", stats.index_status), ("segments_count", stats.segments_count)):
+        report.metric(name, value)
+    return warnings
+
+
+# --------------------------------------------------------------------------- tables
+def stats_frame(stats: CollectionStats, fields: Sequence[str] = STATS_SHOWN):
+    """One row per statistic: ``field``, ``value`` (text) and a ``note`` saying why a figure is unreported."""
+    import pandas as pd
+
+    unreported = {u.field: u.reason for u in stats.unreported}
+    return pd.DataFrame([{"field": f, "value": "unreported" if f in unreported else str(getattr(stats, f)),
+                          "note": unreported.get(f, "")} for f in fields])
+
+
+def completeness_frame(scan: PayloadScan, *, decimals: int = 2):
+    """One row per payload field: points carrying it and their share in % (rounded to ``decimals``)."""
+    import pandas as pd
+
+    return pd.DataFrame([{"field": f, "points_with_field": scan.field_present[f], "percent": round(pct, decimals)}
+                         for f, pct in scan.field_completeness().items()])
+
+
+def per_file_frame(scan: PayloadScan):
+    """One row per source file with its point count, in file order."""
+    import pandas as pd
+
+    return pd.DataFrame({"source_file": list(scan.points_per_file), "points": list(scan.points_per_file.values())})
+
+
+def duplicates_frame(scan: PayloadScan, *, hash_chars: int = 16):
+    """One row per duplicated ``content_hash`` (shortened to ``hash_chars``), largest group first."""
+    import pandas as pd
+
+    rows = sorted(scan.duplicate_hashes.items(), key=lambda kv: (-kv[1], kv[0]))
+    return pd.DataFrame({"content_hash": [h[:hash_chars] for h, _ in rows], "points": [n for _, n in rows]})
+
+
+def models_frame(scan: PayloadScan, expected_model: str):
+    """One row per ``model_version`` found, with its points and whether it is the configured model."""
+    import pandas as pd
+
+    return pd.DataFrame([{"model_version": m, "points": n, "matches_configured_model": m == expected_model}
+                         for m, n in sorted(scan.model_versions.items())])

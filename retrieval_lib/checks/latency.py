@@ -8,10 +8,12 @@
 - :func:`run_concurrent` submits many searches to a bounded thread pool, with a
   wall-clock limit, and checks every answer against the ranking the same query
   got when run alone.
+- :func:`record` turns them into notebook 06's gates, findings and metrics and
+  returns the verdict lines that do not depend on the machine.
 
 Timings depend on the machine and the backend: qdrant-client's local mode
 searches exactly (no HNSW index) in the same process, so a Qdrant server adds a
-network round trip and answers from its index.
+network round trip and answers from its index (:func:`backend_note` says which).
 """
 
 from __future__ import annotations
@@ -22,12 +24,18 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Protocol
 
 from ..errors import ValidationError
 from ..search import SCORE_TOLERANCE, Retriever, same_ranking
+from ..store import VectorStore
 
-__all__ = ["TimedSearch", "ConcurrentRun", "TIMING_FIELDS", "percentile", "latency_percentiles",
-           "time_searches", "reference_rankings", "unstable_queries", "run_concurrent"]
+if TYPE_CHECKING:
+    from ..report import NotebookReport
+
+__all__ = ["TimedSearch", "ConcurrentRun", "Warmup", "TIMING_FIELDS", "percentile", "latency_percentiles",
+           "time_searches", "reference_rankings", "unstable_queries", "run_concurrent", "warm_up", "backend_note",
+           "percentiles_frame", "timing_series", "record"]
 
 #: The per-call timings :func:`time_searches` records, in milliseconds.
 TIMING_FIELDS: tuple[str, ...] = ("embed_ms", "search_ms", "execution_time_ms", "call_ms")
@@ -148,8 +156,6 @@ def reference_rankings(samples: Sequence[TimedSearch]) -> dict[str, Ranking]:
     return ref
 
 
-
-
 def unstable_queries(samples: Sequence[TimedSearch], *, score_tol: float = SCORE_TOLERANCE) -> list[str]:
     """Queries whose ranking differed between rounds of :func:`time_searches` (seed 000 SC-004), sorted."""
     ref = reference_rankings(samples)
@@ -177,6 +183,7 @@ class ConcurrentRun:
     timeout_s: float
     call_ms: list[float] = field(default_factory=list)
     error_types: dict[str, int] = field(default_factory=dict)
+    score_tol: float = SCORE_TOLERANCE
 
     @property
     def throughput_qps(self) -> float:
@@ -193,6 +200,24 @@ class ConcurrentRun:
         """Everything submitted completed in time, without errors, with identical rankings."""
         return (self.completed == self.submitted and self.errors == 0 and self.timed_out == 0
                 and self.rankings_identical)
+
+    def call_percentiles(self) -> dict[str, float]:
+        """p50, p95, p99 (:func:`percentile`) and max of the completed calls' ms; empty when none completed."""
+        if not self.call_ms:
+            return {}
+        return {f"p{q}": percentile(self.call_ms, q) for q in (50, 95, 99)} | {"max": max(self.call_ms)}
+
+    def describe(self) -> str:
+        """What happened, in counts only (no timings: the text is the same on any machine that passes)."""
+        lines = [f"{self.submitted} searches submitted to {self.concurrency} threads: {self.completed} completed, "
+                 f"{self.errors} errors, {self.timed_out} timed out",
+                 f"{self.compared} answers compared with the sequential ranking; rankings identical: "
+                 f"{self.rankings_identical}"]
+        if self.error_types:
+            lines.append(f"errors by type: {self.error_types}")
+        if self.mismatched:
+            lines.append(f"queries whose ranking differed: {self.mismatched}")
+        return "\n".join(lines)
 
 
 def run_concurrent(retriever: Retriever, queries: Sequence[str], n: int, concurrency: int, *,
@@ -276,4 +301,128 @@ def run_concurrent(retriever: Retriever, queries: Sequence[str], n: int, concurr
                 mismatched.append(query)
     return ConcurrentRun(submitted=n, concurrency=concurrency, completed=completed, errors=errors,
                          timed_out=timed_out, compared=compared, mismatched=mismatched, wall_s=wall_s,
-                         timeout_s=float(timeout_s), call_ms=call_ms, error_types=dict(errors_by_type))
+                         timeout_s=float(timeout_s), call_ms=call_ms, error_types=dict(errors_by_type),
+                         score_tol=score_tol)
+
+
+# --------------------------------------------------------------------------- notebook 06
+class _HasRetriever(Protocol):
+    @property
+    def retriever(self) -> Retriever: ...
+
+
+@dataclass(frozen=True)
+class Warmup:
+    """One-off costs, excluded from the latency figures: opening the retriever, and its first search."""
+
+    setup_ms: float
+    warmup_ms: float
+
+
+def warm_up(run: _HasRetriever, query: str, *, top_k: int = 5) -> Warmup:
+    """Open ``run.retriever`` (store and model) and make its first search, timing each.
+
+    ``setup_ms`` is near 0 when the retriever was already open. The first search
+    also checks the collection against the embedder, once per retriever.
+    """
+    t0 = time.perf_counter()
+    retriever = run.retriever
+    t1 = time.perf_counter()
+    retriever.search(query, top_k=top_k)
+    return Warmup(setup_ms=(t1 - t0) * 1000, warmup_ms=(time.perf_counter() - t1) * 1000)
+
+
+def backend_note(store: VectorStore, collection: str) -> str:
+    """What the timings measured, by backend: a Qdrant server, or qdrant-client's in-process local mode."""
+    if store.kind == "server":
+        return "timed against a Qdrant server: figures include the network round trip and its HNSW index"
+    return (f"the store is qdrant-client local mode ({store.kind}): it searches exactly over all "
+            f"{store.count(collection)} points in this process (no HNSW index, no network), so a Qdrant server's "
+            "timings differ (network round trip, approximate index, server load)")
+
+
+def percentiles_frame(samples: Sequence[TimedSearch], *, decimals: int = 3):
+    """One row per timing field: p50, p95, p99 (:func:`latency_percentiles`) and max, in ms, rounded."""
+    import pandas as pd
+
+    rows = [{"timing": f, **v, "max": max(getattr(s, f) for s in samples)}
+            for f, v in latency_percentiles(samples).items()]
+    return pd.DataFrame(rows).round(decimals)
+
+
+def timing_series(samples: Sequence[TimedSearch], concurrent: ConcurrentRun | None = None) -> dict[str, list[float]]:
+    """Per-call ms by label, for a distribution plot: embedding, search, whole call, and under concurrency."""
+    series = {"embed_ms": [s.embed_ms for s in samples], "search_ms": [s.search_ms for s in samples],
+              "call_ms\n(one at a time)": [s.call_ms for s in samples]}
+    if concurrent is not None and concurrent.call_ms:
+        series[f"call_ms\n({concurrent.concurrency} threads)"] = list(concurrent.call_ms)
+    return series
+
+
+def record(report: NotebookReport, samples: Sequence[TimedSearch], concurrent: ConcurrentRun, warmup: Warmup, *,
+           p95_target_ms: float, note: str) -> str:
+    """Record notebook 06's gates, findings and metrics; return its machine-independent verdict lines.
+
+    Gates: the sequential whole-call p95 (``call_ms``) <= ``p95_target_ms``; the
+    concurrent run completed everything without errors or timeouts; every
+    concurrent answer matched its sequential ranking (within the run's
+    ``score_tol``). The findings carry the timings; the returned text carries
+    only verdicts, so a notebook can show it where outputs are compared.
+
+    Raises:
+        ValidationError: no samples, or ``p95_target_ms`` not > 0.
+    """
+    if not samples:
+        raise ValidationError("record needs at least one timed search", field="samples")
+    if isinstance(p95_target_ms, bool) or not isinstance(p95_target_ms, (int, float)) or not p95_target_ms > 0:
+        raise ValidationError(f"p95_target_ms must be > 0 (got {p95_target_ms!r})", field="p95_target_ms")
+    c, n = concurrent, len(samples)
+    pcts = latency_percentiles(samples)
+    p = pcts["call_ms"]
+    p95_ok = p["p95"] <= p95_target_ms
+    unstable = unstable_queries(samples, score_tol=c.score_tol)
+    seq_qps = n / (sum(s.call_ms for s in samples) / 1000)
+    under_2s = 100.0 * sum(s.call_ms < 2000 for s in samples) / n
+    total_ms = sum(s.execution_time_ms for s in samples)
+    embed_share = 100.0 * sum(s.embed_ms for s in samples) / total_ms if total_ms else 0.0
+    clean = c.errors == 0 and c.timed_out == 0 and c.completed == c.submitted
+
+    report.finding(f"one at a time ({n} calls): call_ms p50 {p['p50']:.1f} ms, p95 {p['p95']:.1f} ms, "
+                   f"p99 {p['p99']:.1f} ms; p95 {'within' if p95_ok else 'ABOVE'} the {p95_target_ms} ms target "
+                   f"(seed 001); {under_2s:.1f}% of calls under 2 s (seed 000 SC-002 asks 95%)")
+    report.finding(f"embedding takes {embed_share:.0f}% of embed+search time (embed p50 "
+                   f"{pcts['embed_ms']['p50']:.1f} ms, search p50 {pcts['search_ms']['p50']:.1f} ms)")
+    report.finding(f"{c.submitted} searches on {c.concurrency} threads: {c.completed} completed, {c.errors} errors, "
+                   f"{c.timed_out} timed out in {c.wall_s:.2f} s ({c.throughput_qps:.1f} queries/s vs "
+                   f"{seq_qps:.1f} one at a time); rankings identical to sequential: {c.rankings_identical}")
+    report.finding(f"excluded one-off costs: store open + model load {warmup.setup_ms:.0f} ms, "
+                   f"first search {warmup.warmup_ms:.0f} ms")
+    report.finding(note)
+
+    report.gate(f"p95 latency <= {p95_target_ms} ms", p95_ok, value=p["p95"], threshold=p95_target_ms,
+                detail=f"whole-call p95 {p['p95']:.1f} ms over {n} sequential calls")
+    report.gate("concurrent run has zero errors", clean, value=c.errors + c.timed_out, threshold=0,
+                detail=f"{c.completed}/{c.submitted} completed, {c.errors} errors, {c.timed_out} timed out "
+                       f"({c.concurrency} threads, limit {c.timeout_s:g} s)")
+    report.gate("concurrent rankings identical to sequential", c.rankings_identical, value=len(c.mismatched),
+                threshold=0, detail=f"{c.compared} answers compared (ids, order, scores within {c.score_tol:g}); "
+                                    f"differing: {', '.join(c.mismatched) or 'none'}")
+
+    metrics: dict[str, object] = {
+        "setup_ms": warmup.setup_ms, "warmup_ms": warmup.warmup_ms, "sequential_calls": n,
+        "sequential_throughput_qps": seq_qps, "under_2s_pct": under_2s, "concurrent_wall_s": c.wall_s,
+        "concurrent_throughput_qps": c.throughput_qps}
+    metrics |= {f"{f}_{q}": v for f, values in pcts.items() for q, v in values.items()}
+    metrics |= {f"concurrent_call_ms_{q}": v for q, v in c.call_percentiles().items()}
+    metrics |= {"p95_target_ms": p95_target_ms, "concurrent_submitted": c.submitted,
+                "concurrent_completed": c.completed, "concurrent_errors": c.errors,
+                "concurrent_timed_out": c.timed_out, "concurrency": c.concurrency,
+                "rankings_identical": c.rankings_identical, "rankings_stable_across_rounds": not unstable}
+    for name, value in metrics.items():
+        report.metric(name, value)
+    rounds = max(s.round for s in samples)
+    return "\n".join([f"p95 within target: {p95_ok}",
+                      f"{c.submitted} concurrent queries, {c.errors + c.timed_out} errors, "
+                      f"rankings identical: {c.rankings_identical}",
+                      f"rankings identical across {rounds} sequential rounds: {not unstable}",
+                      *(f"[{'PASS' if g.passed else 'FAIL'}] {g.name}" for g in report.gates[-3:])])

@@ -34,7 +34,7 @@ from .chunking import chunk_markdown
 from .documents import MarkdownDoc, discover_documents, is_stub, read_document
 
 __all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "PreparedChunk", "prepare_documents", "ingest",
-           "ingest_from_settings", "point_id_for"]
+           "ingest_from_settings", "default_chunk_tokens", "point_id_for"]
 
 log = logging.getLogger(__name__)
 
@@ -178,10 +178,16 @@ def _existing_points(store: VectorStore, collection: str) -> dict[str, list[dict
 
 
 def _is_complete(points: list[dict[str, Any]], file_hash: str) -> bool:
+    """Whether ``points`` all carry ``file_hash`` and hold every position 0 .. total_chunks - 1 once."""
     if not points or any(p.get("file_hash") != file_hash for p in points):
         return False
     total = points[0].get("total_chunks")
-    return sorted(p.get("chunk_sequence") for p in points) == list(range(total or 0))
+    sequences = [s for s in (p.get("chunk_sequence") for p in points) if isinstance(s, int)]
+    # A point without a whole-number position (a damaged or foreign payload) makes the file
+    # incomplete, so it is re-ingested rather than crashing the comparison below.
+    if len(sequences) != len(points):
+        return False
+    return sorted(sequences) == list(range(total or 0))
 
 
 def _batched(items: list[Any], size: int) -> Iterable[list[Any]]:
