@@ -100,10 +100,18 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 def _cmd_run(args: argparse.Namespace) -> int:
     from .runner import run_workbook
+    from .summary import terminal_lines
 
     result = run_workbook(params_file=args.params, notebooks=args.notebooks, out_dir=args.out,
-                          progress=not args.quiet)
-    print(result.index_html)
+                          progress=not (args.quiet or args.json))
+    summary = json.loads((result.run_dir / "summary.json").read_text(encoding="utf-8"))
+    if args.json:
+        _print_json({**summary, "exit_code": result.exit_code, "index_html": str(result.index_html)})
+        return result.exit_code
+    lines = terminal_lines(summary, quiet=args.quiet)
+    # the verdict and what went wrong go to stderr when something did; the report's path is the output
+    print("\n".join(lines), file=sys.stderr if result.exit_code else sys.stdout)
+    print(f"report: {result.index_html}")
     return result.exit_code
 
 
@@ -146,7 +154,8 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--params", type=Path, help="parameter file (default params/demo.yaml)")
     p.add_argument("--notebooks", help="comma-separated numbers or names, e.g. 01,03 (default all)")
     p.add_argument("--out", type=Path, help="parent folder of the run folder (default outputs/)")
-    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress bar; print the verdict line only")
+    p.add_argument("--json", action="store_true", help="print the run's summary as JSON")
     p.set_defaults(func=_cmd_run)
     return parser
 

@@ -22,6 +22,8 @@ Variables (all optional; with none set the embedded default is used):
 ``EMBEDDING_MAX_RETRIES``  retries on 429 / 5xx / timeouts (default 4)
 ``EMBEDDING_RETRY_BUDGET`` seconds all retries of one call may take together (default 60)
 ``QUERY_MAX_CHARS``        longest accepted query (default 1000)
+``DATABASE_URL``           metadata database of the HTTP service: ``postgresql://...`` or ``sqlite:///...``;
+                           when unset, a SQLite file in the embedded store's folder
 =========================  ==========================================================
 """
 
@@ -101,6 +103,7 @@ class Settings:
     embedding_max_retries: int = 4
     embedding_retry_budget: float = 60.0
     query_max_chars: int = 1000
+    database_url: str | None = None
 
     @property
     def store_location(self) -> str:
@@ -125,7 +128,7 @@ class Settings:
             if not f.repr:
                 continue
             value = getattr(self, f.name)
-            if f.name in ("qdrant_url", "cohere_base_url") and value:
+            if f.name in ("qdrant_url", "cohere_base_url", "database_url") and value:
                 value = redact_url(value)
             shown.append(f"{f.name}={value!r}")
         return f"{type(self).__name__}({', '.join(shown)})"
@@ -168,6 +171,21 @@ def _url(env: Mapping[str, str], name: str) -> str | None:
             variable=name,
         )
     return raw.rstrip("/")
+
+
+_DATABASE_SCHEMES = ("postgresql", "postgres", "postgresql+psycopg", "sqlite")
+
+
+def _database_url(env: Mapping[str, str]) -> str | None:
+    raw = (env.get("DATABASE_URL") or "").strip()
+    if not raw:
+        return None
+    if urlsplit(raw).scheme not in _DATABASE_SCHEMES:
+        raise ConfigurationError(
+            "DATABASE_URL must be a postgresql://user:password@host/db or sqlite:///path URL; fix or unset it",
+            variable="DATABASE_URL",
+        )
+    return raw
 
 
 def _merged(env: Mapping[str, str] | None, dotenv_path: str | os.PathLike[str] | None) -> dict[str, str]:
@@ -263,6 +281,7 @@ def load_settings(
         embedding_max_retries=_number(merged, "EMBEDDING_MAX_RETRIES", 4, minimum=0, integer=True),
         embedding_retry_budget=_number(merged, "EMBEDDING_RETRY_BUDGET", 60.0, minimum=0),
         query_max_chars=_number(merged, "QUERY_MAX_CHARS", 1000, minimum=1, integer=True),
+        database_url=_database_url(merged),
     )
 
 

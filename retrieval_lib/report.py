@@ -56,15 +56,34 @@ def _jsonable(value: Any) -> Any:
     return value
 
 
+#: How a gate's value is compared with its threshold (what the report prints between them).
+RULES = (">=", "<=", "==", ">", "<")
+
+
 @dataclass
 class Gate:
-    """One pass/fail check of a notebook, with the figure it was judged on."""
+    """One pass/fail check of a notebook, with the figure it was judged on.
+
+    Attributes:
+        name: what must hold, in words ("every source file is reachable by a query").
+        passed: whether it held.
+        value, threshold: the figure measured and the bar it was held to.
+        detail: one sentence with the evidence.
+        rule: how value meets threshold (one of :data:`RULES`), or "" when it is not a comparison.
+        unit: the unit of value and threshold ("ms", "files", "share" ...), "" for none.
+        parameter: the params key that sets ``threshold``, so a failed gate can say what to change.
+        hint: what to do when the gate fails, when the check knows better than the generic hint.
+    """
 
     name: str
     passed: bool
     value: Any = None
     threshold: Any = None
     detail: str = ""
+    rule: str = ""
+    unit: str = ""
+    parameter: str | None = None
+    hint: str | None = None
 
     def __str__(self) -> str:
         mark = "PASS" if self.passed else "FAIL"
@@ -89,16 +108,32 @@ class NotebookReport:
         self.figures: list[str] = []
         self.tables: list[str] = []
         self.findings: list[str] = []
+        #: What the notebook validated (collection, location, embedder); set by :class:`NotebookRun`.
+        self.context: dict[str, Any] = {}
+        self.units: dict[str, str] = {}
 
-    def gate(self, name: str, passed: bool, *, value: Any = None, threshold: Any = None, detail: str = "") -> Gate:
-        """Record a pass/fail check; returns it (its ``str`` is a one-line verdict)."""
-        g = Gate(name=name, passed=bool(passed), value=_jsonable(value), threshold=_jsonable(threshold), detail=detail)
+    def gate(self, name: str, passed: bool, *, value: Any = None, threshold: Any = None, detail: str = "",
+             rule: str = "", unit: str = "", parameter: str | None = None, hint: str | None = None) -> Gate:
+        """Record a pass/fail check; returns it (its ``str`` is a one-line verdict).
+
+        Raises:
+            ValidationError: ``rule`` is not one of :data:`RULES` (or empty).
+        """
+        if rule and rule not in RULES:
+            from .errors import ValidationError
+
+            raise ValidationError(f"gate rule must be one of {', '.join(RULES)} (got {rule!r})", field="rule")
+        g = Gate(name=name, passed=bool(passed), value=_jsonable(value), threshold=_jsonable(threshold), detail=detail,
+                 rule=rule, unit=unit, parameter=parameter, hint=hint)
         self.gates.append(g)
         return g
 
-    def metric(self, name: str, value: Any) -> Any:
-        """Record a figure for the summary (rounded to 6 places in JSON)."""
+    def metric(self, name: str, value: Any, unit: str = "") -> Any:
+        """Record a figure for the summary (rounded to 6 places in JSON); ``unit`` labels it in the report
+        (``"bytes"`` is shown in MiB)."""
         self.metrics[name] = _jsonable(value)
+        if unit:
+            self.units[name] = unit
         return value
 
     def finding(self, text: str) -> str:
@@ -160,6 +195,8 @@ class NotebookReport:
             "figures": self.figures,
             "tables": self.tables,
             "findings": self.findings,
+            "context": self.context,
+            "units": self.units,
         }
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -208,6 +245,11 @@ class NotebookRun:
             from .search import Retriever
 
             self._retriever = Retriever.from_settings(self.settings)
+            r = self._retriever
+            self.report.context = {
+                "collection": r.collection, "location": r.store.location, "store": r.store.kind,
+                "provider": r.embedder.provider, "model": r.embedder.model, "dimension": r.embedder.dimension,
+            }
         return self._retriever
 
     @property

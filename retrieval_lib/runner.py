@@ -19,7 +19,6 @@ Exit codes: 0 all gates passed, 1 a gate failed, 2 a notebook raised an error
 
 from __future__ import annotations
 
-import html
 import json
 import os
 import re
@@ -32,7 +31,8 @@ from pathlib import Path
 from typing import Any
 
 from .config import PROJECT_ROOT
-from .errors import ConfigurationError, ValidationError
+from .errors import ConfigurationError, RetrievalError, ValidationError
+from .index_page import render_index
 from .params import RESERVED_KEYS, Profile
 from .params import load_profile as _load_profile
 
@@ -59,6 +59,8 @@ class NotebookOutcome:
     tables: list[str] = field(default_factory=list)
     html: str | None = None
     executed: str | None = None
+    context: dict[str, Any] = field(default_factory=dict)
+    units: dict[str, str] = field(default_factory=dict)
 
 
 @dataclass
@@ -154,13 +156,55 @@ def _kernel_name() -> str:
     return KERNEL_NAME if KERNEL_NAME in KernelSpecManager().find_kernel_specs() else "python3"
 
 
-def _render_html(executed: Path, target: Path) -> None:
+def _render_html(executed: Path, target: Path, parameters: dict[str, Any]) -> None:
+    """A report view of an executed notebook: no code, the parameters once as a table, text left-aligned.
+
+    The executed notebook with its code stays beside it (``notebooks/``) for whoever wants it.
+    """
     import nbformat
     from nbconvert import HTMLExporter
 
     nb = nbformat.read(executed, as_version=4)
-    body, _ = HTMLExporter().from_notebook_node(nb)
-    target.write_text(body, encoding="utf-8")
+    # papermill's "injected-parameters" cell and the defaults cell are code; a table says the same once
+    rows = "".join(f"| `{k}` | `{v!r}` |\n" for k, v in sorted(parameters.items()) if k != "run_dir")
+    if rows:
+        table = nbformat.v4.new_markdown_cell("**Parameters of this run**\n\n| parameter | value |\n|---|---|\n" + rows)
+        first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
+        nb.cells.insert(first_code, table)
+    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+    body, _ = exporter.from_notebook_node(nb)
+    style = ("<style>.jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{text-align:left!important;"
+             "white-space:normal;overflow-wrap:anywhere}</style>")
+    target.write_text(body.replace("</head>", style + "</head>", 1), encoding="utf-8")
+
+
+def _version() -> str:
+    """The workbook's version, with the git commit when it runs from a checkout."""
+    import subprocess
+
+    from . import __version__
+
+    try:
+        commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=PROJECT_ROOT, capture_output=True,
+                                text=True, timeout=5, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return f"retrieval-lib {__version__}"
+    return f"retrieval-lib {__version__} (git {commit})"
+
+
+def _validated(outcomes: list[NotebookOutcome]) -> dict[str, Any]:
+    """What the run validated: the first notebook context that names a collection, else the settings."""
+    for o in outcomes:
+        if o.context.get("collection"):
+            return dict(o.context)
+    try:
+        from .config import load_settings
+
+        s = load_settings()
+    except RetrievalError:
+        return {}
+    return {"collection": s.collection_name, "location": s.store_location, "store": s.profile,
+            "provider": s.embedding_provider, "model": s.embedding_model}
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
@@ -215,7 +259,10 @@ def run_workbook(
         "status": "incomplete", "profile": profile, "params_file": str(params_path),
         "started": started.isoformat(timespec="seconds"), "finished": None,
         "notebooks": [nb.stem for nb in selected], "outcomes": [], "gates": [], "passed": None,
+        "notebooks_available": [nb.stem for nb in list_notebooks(None, folder)],
+        "version": _version(), "validated": {}, "duration_s": None,
     }
+    summary["notebooks_not_run"] = [n for n in summary["notebooks_available"] if n not in summary["notebooks"]]
     _write_json(run_dir / "summary.json", summary)
 
     kernel = _kernel_name()
@@ -234,6 +281,7 @@ def run_workbook(
         for nb in bar:
             bar.set_postfix_str(nb.stem)
             outcomes.append(_run_one(pm, nb, params, run_dir, kernel, timeout_per_cell))
+            summary["validated"] = _validated(outcomes)
             summary["outcomes"] = [asdict(o) for o in outcomes]
             _write_json(run_dir / "summary.json", summary)
         summary["status"] = "complete"
@@ -243,7 +291,10 @@ def run_workbook(
         bar.close()
         if previous is not None:
             signal.signal(signal.SIGTERM, previous)
-        summary["finished"] = datetime.now(UTC).isoformat(timespec="seconds")
+        finished = datetime.now(UTC)
+        summary["finished"] = finished.isoformat(timespec="seconds")
+        summary["duration_s"] = round((finished - started).total_seconds(), 1)
+        summary["validated"] = _validated(outcomes)
         summary["outcomes"] = [asdict(o) for o in outcomes]
         summary["gates"] = [{"notebook": o.notebook, **g} for o in outcomes for g in o.gates]
         errored = any(o.status == "error" for o in outcomes)
@@ -280,7 +331,7 @@ def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, t
         outcome.executed = str(executed.relative_to(run_dir))
         target = run_dir / "html" / f"{nb.stem}.html"
         try:
-            _render_html(executed, target)
+            _render_html(executed, target, nb_params)
             outcome.html = str(target.relative_to(run_dir))
         except Exception:  # noqa: BLE001 - a missing render must not hide the notebook's own result
             outcome.html = None
@@ -293,88 +344,11 @@ def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, t
         outcome.findings = data.get("findings", [])
         outcome.figures = data.get("figures", [])
         outcome.tables = data.get("tables", [])
+        outcome.context = data.get("context") or {}
+        outcome.units = data.get("units") or {}
         if not error and not data.get("passed", False):
             outcome.status = "failed"
     elif not error:
         outcome.status = "error"
         outcome.error = "the notebook finished without saving its metrics.json"
     return outcome
-
-
-_CSS = """
-body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;margin:2rem auto;max-width:1100px;
-color:#1d2330;padding:0 1rem}
-h1{margin-bottom:.2rem}.sub{color:#5b6478;margin-top:0}
-.verdict{display:inline-block;padding:.4rem .9rem;border-radius:6px;font-weight:600;color:#fff}
-.ok{background:#1f8a4c}.bad{background:#c0392b}.err{background:#8e44ad}.warn{background:#b9770e}
-table{border-collapse:collapse;width:100%;margin:.6rem 0 1.4rem;font-size:.92rem}
-th,td{border-bottom:1px solid #e3e6ec;padding:.35rem .5rem;text-align:left;vertical-align:top}
-th{background:#f4f6fa}.pass{color:#1f8a4c;font-weight:600}.fail{color:#c0392b;font-weight:600}
-section{border:1px solid #e3e6ec;border-radius:8px;padding:.8rem 1.1rem;margin:1rem 0}
-section h2{margin:.2rem 0 .4rem;font-size:1.15rem}
-.figs img{display:block;max-width:100%;margin:.6rem 0;border:1px solid #e3e6ec}
-code{background:#f4f6fa;padding:0 .25rem;border-radius:3px}
-"""
-
-
-def _fmt(value: Any) -> str:
-    if isinstance(value, float):
-        return f"{value:.3f}".rstrip("0").rstrip(".") if abs(value) < 1e6 else f"{value:.3g}"
-    if isinstance(value, (list, tuple)):
-        return ", ".join(_fmt(v) for v in value[:8]) + (" …" if len(value) > 8 else "")
-    return "" if value is None else str(value)
-
-
-def render_index(summary: dict[str, Any]) -> str:
-    """The run's index.html: verdict, every gate, key figures, links to each report."""
-    e = html.escape
-    outcomes = summary.get("outcomes", [])
-    n_err = sum(o["status"] == "error" for o in outcomes)
-    n_fail = sum(o["status"] == "failed" for o in outcomes)
-    gates = summary.get("gates", [])
-    n_gate_fail = sum(not g["passed"] for g in gates)
-    if summary.get("status") != "complete":
-        verdict, cls = f"Run {summary.get('status')}: results are partial", "warn"
-    elif n_err:
-        verdict, cls = f"{n_err} notebook(s) raised an error", "err"
-    elif n_fail:
-        verdict, cls = f"{n_gate_fail} of {len(gates)} gates failed", "bad"
-    else:
-        verdict, cls = f"All {len(gates)} gates passed", "ok"
-    rows = []
-    for g in gates:
-        mark = '<span class="pass">PASS</span>' if g["passed"] else '<span class="fail">FAIL</span>'
-        rows.append(f"<tr><td>{e(g['notebook'])}</td><td>{e(g['name'])}</td><td>{mark}</td>"
-                    f"<td>{e(_fmt(g.get('value')))}</td><td>{e(_fmt(g.get('threshold')))}</td>"
-                    f"<td>{e(g.get('detail') or '')}</td></tr>")
-    sections = []
-    for o in outcomes:
-        status_cls = {"passed": "ok", "failed": "bad", "error": "err"}.get(o["status"], "warn")
-        links = []
-        if o.get("html"):
-            links.append(f'<a href="{e(o["html"])}">report (HTML)</a>')
-        if o.get("executed"):
-            links.append(f'<a href="{e(o["executed"])}">executed notebook</a>')
-        links += [f'<a href="{e(t)}">{e(Path(t).name)}</a>' for t in o.get("tables", [])]
-        metrics = "".join(f"<tr><td>{e(k)}</td><td>{e(_fmt(v))}</td></tr>"
-                          for k, v in list(o.get("metrics", {}).items())[:14])
-        findings = "".join(f"<li>{e(f)}</li>" for f in o.get("findings", []))
-        figs = "".join(f'<a href="{e(f)}"><img src="{e(f)}" alt="{e(Path(f).stem)}"></a>' for f in o.get("figures", []))
-        error = f'<p class="fail">Error: {e(o["error"])}</p>' if o.get("error") else ""
-        sections.append(
-            f'<section><h2>{e(o["notebook"])} <span class="verdict {status_cls}" style="font-size:.75rem">'
-            f'{e(o["status"])}</span></h2><p class="sub">{e(o.get("title") or "")} · {o["seconds"]:.0f} s</p>'
-            f"{error}{'<ul>' + findings + '</ul>' if findings else ''}"
-            f"{'<table><tr><th>metric</th><th>value</th></tr>' + metrics + '</table>' if metrics else ''}"
-            f'<div class="figs">{figs}</div><p>{" · ".join(links)}</p></section>'
-        )
-    return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
-<title>Retrieval validation · {e(summary.get('profile', ''))}</title><style>{_CSS}</style></head><body>
-<h1>Retrieval validation report</h1>
-<p class="sub">profile <code>{e(summary.get('profile', ''))}</code> · started {e(str(summary.get('started')))}
- · finished {e(str(summary.get('finished')))} · status {e(str(summary.get('status')))}</p>
-<p><span class="verdict {cls}">{e(verdict)}</span></p>
-<h2>Gates</h2><table><tr><th>notebook</th><th>gate</th><th>result</th><th>value</th><th>threshold</th><th>detail</th></tr>
-{''.join(rows) or '<tr><td colspan="6">no gates recorded</td></tr>'}</table>
-<h2>Notebooks</h2>{''.join(sections)}
-<p class="sub"><a href="summary.json">summary.json</a></p></body></html>"""

@@ -90,7 +90,7 @@ def _tie_may_continue(points: Sequence[Any], top_k: int, limit: int) -> bool:
 
 
 def ensure_compatible(store: VectorStore, collection: str, embedder: Embedder, *,
-                      found_models: Iterable[str] | None = None, check_model: bool = True) -> list[str]:
+                      found_models: Iterable[str | None] | None = None, check_model: bool = True) -> list[str]:
     """The one rule for "this embedder may query (or add to) this collection".
 
     The collection's vector size must equal the embedder's dimension, and every

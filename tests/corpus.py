@@ -24,7 +24,8 @@ SAMPLE_COLLECTION = "sample_book"
 LONG_URDF = (
     "URDF, the Unified Robot Description Format, is an XML format that describes a robot's links and joints, "
     "their visual and collision geometry and their inertia. "
-    + " ".join(f"Joint {i} connects link {i} to link {i + 1} with a revolute axis and effort limits." for i in range(40))
+    + " ".join(f"Joint {i} connects link {i} to link {i + 1} with a revolute axis and effort limits."
+               for i in range(40))
 )
 DOCS: list[dict[str, Any]] = [
     dict(id=1, source_file="module-01-ros2/01-ros2-overview.md", route="module-01-ros2/what-is-ros2",

@@ -435,9 +435,13 @@ def test_bad_sizes_raise_value_error(max_tokens: int, overlap_tokens: int, field
     assert field in str(info.value)
 
 
-def test_non_integer_sizes_raise_type_error() -> None:
-    with pytest.raises(TypeError):
+def test_non_integer_sizes_raise_validation_error_naming_the_size() -> None:
+    with pytest.raises(ValidationError) as info:
         chunk_markdown("text", title="T", max_tokens=100.0)  # type: ignore[arg-type]
+    assert info.value.field == "max_tokens" and "whole number" in str(info.value)
+    with pytest.raises(ValidationError) as info:
+        chunk_markdown("text", title="T", max_tokens=100, overlap_tokens=True)  # type: ignore[arg-type]
+    assert info.value.field == "overlap_tokens"
 
 
 def test_decorated_headings_read_the_same_as_the_document_title() -> None:

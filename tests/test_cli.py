@@ -15,6 +15,7 @@ import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+from fakes.proxies import direct_env
 
 from retrieval_lib import PAYLOAD_FIELDS, VectorStore
 
@@ -23,7 +24,7 @@ pytestmark = pytest.mark.timeout(180)
 COLLECTION = "book_cli"
 SECRET = "s3cr3t-CLI-4411"
 _DROP_PREFIXES = ("QDRANT_", "COHERE_", "EMBEDDING_")
-_DROP = {"QUERY_MAX_CHARS", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+_DROP = {"QUERY_MAX_CHARS"}
 
 
 def clean_env(**extra: str) -> dict[str, str]:
@@ -31,9 +32,9 @@ def clean_env(**extra: str) -> dict[str, str]:
 
     The empty values make the real environment win over any project ``.env``.
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_PREFIXES) and k not in _DROP}
+    env = direct_env({k: v for k, v in os.environ.items() if not k.startswith(_DROP_PREFIXES) and k not in _DROP})
     env.update({"QDRANT_URL": "", "QDRANT_API_KEY": "", "COHERE_API_KEY": "", "EMBEDDING_PROVIDER": "local",
-                "EMBEDDING_MODEL": "", "HF_HUB_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost"})
+                "EMBEDDING_MODEL": "", "HF_HUB_OFFLINE": "1"})
     env.update(extra)
     return env
 

@@ -6,6 +6,7 @@ import math
 import random
 
 import pytest
+from fakes.embedders import FakeEmbedder
 
 from retrieval_lib import Retriever, VectorStore
 from retrieval_lib.checks.consistency import (
@@ -78,23 +79,6 @@ def test_kendall_tau_on_shared_ids():
 
 # ----------------------------------------------------------------------------- against a real store
 
-class NoisyEmbedder:
-    """The real embedder plus random noise on every query: an unstable backend."""
-
-    def __init__(self, inner, scale, seed=0):
-        self.inner, self.scale, self.rng = inner, scale, random.Random(seed)
-        self.provider, self.model, self.dimension = inner.provider, inner.model, inner.dimension
-
-    def embed_queries(self, texts):
-        return [[x + self.rng.gauss(0, self.scale) for x in v] for v in self.inner.embed_queries(texts)]
-
-    def embed_documents(self, texts):
-        return self.inner.embed_documents(texts)
-
-    def count_tokens(self, text):
-        return self.inner.count_tokens(text)
-
-
 @pytest.fixture(scope="module")
 def book_store(embedder, fill):
     store = VectorStore.in_memory()
@@ -127,7 +111,7 @@ def test_repeated_searches_are_identical(book_store, embedder):
 
 def test_an_unstable_embedder_is_caught(book_store, embedder):
     stable = Retriever(book_store, embedder, COLLECTION)
-    noisy = Retriever(book_store, NoisyEmbedder(embedder, scale=0.2), COLLECTION)
+    noisy = Retriever(book_store, FakeEmbedder(inner=embedder, query_noise=0.2), COLLECTION)
     reference = stable.search("robot simulation", top_k=8)
     runs = [noisy.search("robot simulation", top_k=8) for _ in range(5)]
     comparisons = [compare_rankings(reference, r) for r in runs]
@@ -145,7 +129,8 @@ def test_an_unstable_embedder_is_caught(book_store, embedder):
 def test_tiny_noise_changes_scores_but_tolerance_decides(book_store, embedder):
     stable = Retriever(book_store, embedder, COLLECTION)
     reference = stable.search("What is ROS 2?", top_k=5)
-    jitter = Retriever(book_store, NoisyEmbedder(embedder, scale=1e-9), COLLECTION).search("What is ROS 2?", top_k=5)
+    noisy = FakeEmbedder(inner=embedder, query_noise=1e-9)
+    jitter = Retriever(book_store, noisy, COLLECTION).search("What is ROS 2?", top_k=5)
     loose = compare_rankings(reference, jitter, tolerance=1e-6)
     strict = compare_rankings(reference, jitter, tolerance=0.0)
     assert loose.same_order and loose.identical

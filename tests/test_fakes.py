@@ -4,6 +4,16 @@ These tests also pin down, as executable facts, what the installed SDKs do on
 each failure mode (exception types, retry counts and delays, timeouts); the
 production code's error mapping relies on them. See the docstring of
 ``tests/fakes/cohere_server.py`` for the summary.
+
+Time. A test about the SDK's retry waits records the delays its retry loop asks
+``time.sleep`` for (the ``sdk_sleeps`` fixture) instead of waiting them out: the
+values are exact and the test takes milliseconds. Tests that must wait out a real
+SDK default (the backoff on the wire, qdrant-client's 5 s timeout) are marked
+``sdk_defaults`` and left out of the default run; ``pytest tests -m sdk_defaults``
+runs them. Timeouts a test sets itself are short. A wall-clock lower bound is a
+wait that must have happened (a timeout never fires early); an upper bound is the
+alternative it rules out (the next backoff step, the client's or the SDK's default
+timeout), never the expected time plus a small margin.
 """
 
 from __future__ import annotations
@@ -17,27 +27,47 @@ import httpx
 import numpy as np
 import pytest
 from cohere.core.api_error import ApiError
+from fakes.cohere_server import FakeCohere, embed_text
+from fakes.tcp import BlackholeServer, closed_port
 from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ResponseHandlingException
 
-try:
-    from tests.fakes.cohere_server import FakeCohere, embed_text
-    from tests.fakes.tcp import BlackholeServer, closed_port
-except ImportError:  # tests/ is not a package: rootdir-relative import
-    from fakes.cohere_server import FakeCohere, embed_text
-    from fakes.tcp import BlackholeServer, closed_port
-
 MODEL = "embed-v4.0"
 KEY = "test-key-123"
-_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+#: An explicit client-wide timeout that a per-call timeout must beat (the SDK's own default is 300 s).
+CLIENT_TIMEOUT_S = 5.0
+#: qdrant-client's default request timeout (httpx's), which production always overrides.
+QDRANT_DEFAULT_TIMEOUT_S = 5.0
+
+pytestmark = pytest.mark.usefixtures("no_proxies")
 
 
-@pytest.fixture(autouse=True)
-def _no_proxies(monkeypatch):
-    """Loopback must be reached directly: the SDKs' httpx clients honour proxy variables."""
-    for var in _PROXY_VARS:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
+class _SleepRecorder:
+    """Stands in for the ``time`` module inside cohere's HTTP client: records each retry sleep, sleeps none."""
+
+    def __init__(self) -> None:
+        self.delays: list[float] = []
+
+    def sleep(self, seconds: float) -> None:
+        self.delays.append(seconds)
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+
+@pytest.fixture
+def sdk_sleeps(monkeypatch) -> list[float]:
+    """The delays the cohere SDK's retry loop asks to sleep, in order: recorded, not slept."""
+    from cohere.core import http_client
+
+    recorder = _SleepRecorder()
+    monkeypatch.setattr(http_client, "time", recorder)
+    return recorder.delays
+
+
+def default_backoff(delay: float, retry: int) -> bool:
+    """Whether ``delay`` is the SDK's default wait before retry ``retry`` (0-based): 1 s * 2**retry, +/-10 %."""
+    return 0.9 * 2**retry <= delay <= 1.1 * 2**retry
 
 
 def client(fake_or_url, **kwargs) -> cohere.ClientV2:
@@ -114,7 +144,8 @@ def test_vectors_are_deterministic_and_bag_of_words_similar():
         assert [r["json"]["input_type"] for r in fake.requests] == [
             "search_document", "search_document", "search_document", "search_query"]
         assert {r["json"]["model"] for r in fake.requests} == {MODEL}
-    other_model = embed_text("Qdrant stores vectors for semantic search", model="other", input_type="search_document", dim=1024)
+    other_model = embed_text("Qdrant stores vectors for semantic search", model="other",
+                             input_type="search_document", dim=1024)
     assert abs(cos(a1, other_model)) < 0.15
 
 
@@ -122,61 +153,73 @@ def test_vectors_are_deterministic_and_bag_of_words_similar():
 
 
 @pytest.mark.timeout(20)
-def test_429_then_ok_is_retried_by_default_after_about_one_second():
+def test_429_then_ok_is_retried_by_default_after_about_one_second(sdk_sleeps):
     with FakeCohere(dim=8, script=[("status", 429)]) as fake, client(fake) as co:
         resp = embed(co, ["hello"])
         assert len(resp.embeddings.float_[0]) == 8
         assert len(fake.requests) == 2
-        [gap] = gaps(fake)
-        assert 0.85 < gap < 1.5  # exponential backoff 1 s * 2**0, +/-10% jitter
+    [delay] = sdk_sleeps
+    assert default_backoff(delay, 0)  # exponential backoff 1 s * 2**0, +/-10% jitter
 
 
 @pytest.mark.timeout(20)
-def test_429_forever_default_is_three_attempts_with_1s_2s_backoff():
+def test_429_forever_default_is_three_attempts_with_1s_2s_backoff(sdk_sleeps):
+    with FakeCohere(dim=8) as fake, client(fake) as co:
+        fake.always(("status", 429))
+        with pytest.raises(cohere.errors.TooManyRequestsError) as ei:
+            embed(co, ["hello"])
+        assert ei.value.status_code == 429 and "message" in ei.value.body
+        assert len(fake.requests) == 3  # 1 + max_retries(2)
+    d1, d2 = sdk_sleeps
+    assert default_backoff(d1, 0) and default_backoff(d2, 1)
+
+
+@pytest.mark.sdk_defaults
+@pytest.mark.timeout(20)
+def test_default_backoff_is_really_waited_between_attempts():
+    """The recorded default delays are real waits on the wire (about 3 s, hence ``sdk_defaults``)."""
     with FakeCohere(dim=8) as fake, client(fake) as co:
         fake.always(("status", 429))
         t0 = time.monotonic()
-        with pytest.raises(cohere.errors.TooManyRequestsError) as ei:
+        with pytest.raises(cohere.errors.TooManyRequestsError):
             embed(co, ["hello"])
         elapsed = time.monotonic() - t0
-        assert ei.value.status_code == 429 and "message" in ei.value.body
-        assert len(fake.requests) == 3  # 1 + max_retries(2)
+        assert len(fake.requests) == 3
         g1, g2 = gaps(fake)
-        assert 0.85 < g1 < 1.5 and 1.75 < g2 < 2.6
-        assert 2.6 < elapsed < 4.5
+        # each ceiling is the next backoff step (at least 1.8 s, then 3.6 s)
+        assert 0.85 < g1 < 1.8 and 1.75 < g2 < 3.6
+        assert 2.6 < elapsed < 2.7 + 3.6  # a fourth attempt would add the ~4 s step
 
 
 @pytest.mark.timeout(20)
-def test_retry_after_header_is_honoured_without_jitter():
+def test_retry_after_header_is_honoured_without_jitter(sdk_sleeps):
     with FakeCohere(dim=8, script=[("status", 429, {"retry_after": "2"}),
                                     ("status", 429, {"Retry-After-Ms": "300"})]) as fake, client(fake) as co:
         embed(co, ["hello"])
-        g1, g2 = gaps(fake)
-        assert 1.95 < g1 < 2.5   # Retry-After: 2 (default backoff would be ~1 s)
-        assert 0.28 < g2 < 0.8   # Retry-After-Ms: 300 (default backoff would be ~2 s)
         assert len(fake.requests) == 3
+    # exactly the headers' values: no jitter, and not the default ~1 s then ~2 s
+    assert sdk_sleeps == [2.0, 0.3]
 
 
 @pytest.mark.timeout(20)
-def test_max_retries_zero_per_call_and_per_client_raises_429_at_once():
+def test_max_retries_zero_per_call_and_per_client_raises_429_at_once(sdk_sleeps):
     with FakeCohere(dim=8) as fake:
         fake.always(("status", 429, {"Retry-After": "5"}))
         with client(fake) as co:
-            t0 = time.monotonic()
             with pytest.raises(cohere.errors.TooManyRequestsError) as ei:
                 embed(co, ["hello"], request_options={"max_retries": 0})
-            assert time.monotonic() - t0 < 0.5
+            assert sdk_sleeps == []  # at once: the 5 s Retry-After was not waited
             assert ei.value.headers["retry-after"] == "5"
             assert len(fake.requests) == 1
         with client(fake, max_retries=0) as co:
             with pytest.raises(cohere.errors.TooManyRequestsError):
                 embed(co, ["hello"])
-            assert len(fake.requests) == 2
+            assert len(fake.requests) == 2 and sdk_sleeps == []
         with client(fake, max_retries=0) as co:  # per call wins over per client
             fake.always(("status", 429, {"Retry-After-Ms": "10"}))
             with pytest.raises(cohere.errors.TooManyRequestsError):
                 embed(co, ["hello"], request_options={"max_retries": 1})
-            assert len(fake.requests) == 4
+            assert len(fake.requests) == 4 and sdk_sleeps == [0.01]
 
 
 @pytest.mark.timeout(20)
@@ -184,24 +227,25 @@ def test_max_retries_zero_per_call_and_per_client_raises_429_at_once():
                                        (403, cohere.errors.ForbiddenError),
                                        (400, cohere.errors.BadRequestError),
                                        (422, cohere.errors.UnprocessableEntityError)])
-def test_4xx_raise_typed_errors_without_retry(code, exc):
+def test_4xx_raise_typed_errors_without_retry(code, exc, sdk_sleeps):
     with FakeCohere(dim=8) as fake, client(fake) as co:
         fake.always(("status", code))
-        t0 = time.monotonic()
         with pytest.raises(exc) as ei:
             embed(co, ["hello"])
         assert ei.value.status_code == code and isinstance(ei.value, ApiError)
-        assert len(fake.requests) == 1 and time.monotonic() - t0 < 0.5
+        assert len(fake.requests) == 1 and sdk_sleeps == []
 
 
 @pytest.mark.timeout(20)
-def test_500_is_retried_twice_then_internal_server_error():
+def test_500_is_retried_twice_then_internal_server_error(sdk_sleeps):
     with FakeCohere(dim=8) as fake, client(fake) as co:
         fake.always(("status", 500))
         with pytest.raises(cohere.errors.InternalServerError) as ei:
             embed(co, ["hello"])
         assert ei.value.status_code == 500
         assert len(fake.requests) == 3
+    d1, d2 = sdk_sleeps  # the same default backoff as for 429
+    assert default_backoff(d1, 0) and default_backoff(d2, 1)
 
 
 @pytest.mark.timeout(20)
@@ -236,18 +280,20 @@ def test_5xx_types_and_non_json_error_body():
 
 @pytest.mark.timeout(20)
 def test_hang_with_per_call_timeout_raises_httpx_read_timeout_and_is_not_retried():
-    with FakeCohere(dim=8) as fake, client(fake) as co:
+    # the per-call value must beat the client's: each wait is at least the per-call timeout, under the client's
+    with FakeCohere(dim=8) as fake, client(fake, timeout=CLIENT_TIMEOUT_S) as co:
         fake.always("hang")
         t0 = time.monotonic()
         with pytest.raises(httpx.ReadTimeout):
-            embed(co, ["hello"], request_options={"timeout_in_seconds": 1})
-        assert 0.9 < time.monotonic() - t0 < 2.0
+            embed(co, ["hello"], request_options={"timeout_in_seconds": 1})  # the deprecated int alias
+        assert 0.9 < time.monotonic() - t0 < CLIENT_TIMEOUT_S
         assert len(fake.requests) == 1  # timeouts are never retried
         t0 = time.monotonic()
         with pytest.raises(httpx.ReadTimeout):
-            embed(co, ["hello"], request_options={"timeout": 0.5})
-        assert 0.4 < time.monotonic() - t0 < 1.5
-    with FakeCohere(dim=8) as fake, client(fake, timeout=0.5) as co:  # per client
+            embed(co, ["hello"], request_options={"timeout": 0.25})
+        assert 0.2 < time.monotonic() - t0 < CLIENT_TIMEOUT_S
+        assert len(fake.requests) == 2
+    with FakeCohere(dim=8) as fake, client(fake, timeout=0.25) as co:  # per client
         fake.always("hang")
         with pytest.raises(httpx.TimeoutException):
             embed(co, ["hello"])
@@ -276,43 +322,45 @@ def test_sdk_does_not_validate_dimension_or_count():
 
 
 @pytest.mark.timeout(20)
-def test_disconnect_raises_remote_protocol_error_not_retried_unless_opted_in():
+def test_disconnect_raises_remote_protocol_error_not_retried_unless_opted_in(sdk_sleeps):
     with FakeCohere(dim=8) as fake, client(fake) as co:
         fake.push("disconnect")
         with pytest.raises(httpx.RemoteProtocolError):
             embed(co, ["hello"])
-        assert len(fake.requests) == 1
+        assert len(fake.requests) == 1 and sdk_sleeps == []
         fake.push("disconnect")
         resp = embed(co, ["hello"], request_options={"retry_remote_protocol_errors": True})
         assert len(resp.embeddings.float_) == 1 and len(fake.requests) == 3
+    [delay] = sdk_sleeps  # the opted-in retry waits the default backoff
+    assert default_backoff(delay, 0)
 
 
 @pytest.mark.timeout(20)
-def test_closed_port_raises_connect_error_after_retries():
+def test_closed_port_raises_connect_error_after_retries(sdk_sleeps):
     url = f"http://127.0.0.1:{closed_port()}"
     with client(url) as co:
-        t0 = time.monotonic()
         with pytest.raises(httpx.ConnectError):
             embed(co, ["hello"], request_options={"max_retries": 0})
-        assert time.monotonic() - t0 < 0.5
-        t0 = time.monotonic()
+        assert sdk_sleeps == []  # at once
         with pytest.raises(httpx.ConnectError):
             embed(co, ["hello"])  # default: 2 retries, ~1 s + ~2 s backoff
-        assert 2.6 < time.monotonic() - t0 < 4.5
+    d1, d2 = sdk_sleeps
+    assert default_backoff(d1, 0) and default_backoff(d2, 1)
 
 
 @pytest.mark.timeout(20)
 def test_cohere_sdk_against_blackhole_times_out():
-    with BlackholeServer() as bh, client(bh.url) as co:
+    with BlackholeServer() as bh, client(bh.url, timeout=CLIENT_TIMEOUT_S) as co:
         t0 = time.monotonic()
         with pytest.raises(httpx.ReadTimeout):
-            embed(co, ["hello"], request_options={"timeout": 1})
-        assert time.monotonic() - t0 < 2.5
+            embed(co, ["hello"], request_options={"timeout": 0.25})
+        assert 0.2 < time.monotonic() - t0 < CLIENT_TIMEOUT_S
         assert bh.connections == 1
 
 
 @pytest.mark.timeout(20)
 def test_fake_shuts_down_promptly_with_a_hanging_request_in_flight():
+    request_timeout = 15.0
     fake = FakeCohere(dim=8).start()
     fake.always("hang")
     errors: list[BaseException] = []
@@ -320,7 +368,7 @@ def test_fake_shuts_down_promptly_with_a_hanging_request_in_flight():
     def call():
         with client(fake) as co:
             try:
-                embed(co, ["hello"], request_options={"timeout": 15, "max_retries": 0})
+                embed(co, ["hello"], request_options={"timeout": request_timeout, "max_retries": 0})
             except BaseException as e:  # noqa: BLE001 - recorded for the assertion
                 errors.append(e)
 
@@ -332,9 +380,10 @@ def test_fake_shuts_down_promptly_with_a_hanging_request_in_flight():
     assert fake.requests, "request never arrived"
     t0 = time.monotonic()
     fake.close()
-    assert time.monotonic() - t0 < 2.0
-    t.join(timeout=3)
+    assert time.monotonic() - t0 < request_timeout  # did not wait for the client to give up
+    t.join(timeout=request_timeout)
     assert not t.is_alive()
+    # the server cut the connection: a client timeout would be ReadTimeout
     assert errors and isinstance(errors[0], (httpx.RemoteProtocolError, httpx.ReadError))
 
 
@@ -354,29 +403,32 @@ def test_qdrant_blackhole_get_collections_and_query_points_time_out():
     with BlackholeServer() as bh:
         qc = QdrantClient(url=bh.url, timeout=1, check_compatibility=False)
         try:
+            # qdrant-client rounds timeouts up to whole seconds, so 1 s is the shortest
             t0 = time.monotonic()
             with pytest.raises(ResponseHandlingException) as ei:
                 qc.get_collections()
-            assert time.monotonic() - t0 < 3
+            assert 0.9 < time.monotonic() - t0 < QDRANT_DEFAULT_TIMEOUT_S  # the given 1 s, not the default
             assert isinstance(ei.value.source, httpx.ReadTimeout)
             t0 = time.monotonic()
             with pytest.raises(ResponseHandlingException) as ei:
                 qc.query_points("docs", query=[0.1, 0.2, 0.3], limit=3)
-            assert time.monotonic() - t0 < 3
+            assert 0.9 < time.monotonic() - t0 < QDRANT_DEFAULT_TIMEOUT_S
             assert isinstance(ei.value.source, httpx.ReadTimeout)
         finally:
             qc.close()
 
 
+@pytest.mark.sdk_defaults
 @pytest.mark.timeout(20)
 def test_qdrant_default_timeout_is_five_seconds():
+    """Waits out the real default (5 s, hence ``sdk_defaults``); production always passes QDRANT_TIMEOUT."""
     with BlackholeServer() as bh:
         qc = QdrantClient(url=bh.url, check_compatibility=False)
         try:
             t0 = time.monotonic()
             with pytest.raises(ResponseHandlingException) as ei:
                 qc.get_collections()
-            assert 4.5 < time.monotonic() - t0 < 7
+            assert QDRANT_DEFAULT_TIMEOUT_S - 0.5 < time.monotonic() - t0 < QDRANT_DEFAULT_TIMEOUT_S + 2
             assert isinstance(ei.value.source, httpx.ReadTimeout)
         finally:
             qc.close()
@@ -391,7 +443,7 @@ def test_qdrant_constructor_does_not_block_on_an_unresponsive_server():
     with BlackholeServer() as bh:
         t0 = time.monotonic()
         qc = QdrantClient(url=bh.url, timeout=1)
-        assert time.monotonic() - t0 < 0.5
+        assert time.monotonic() - t0 < 1.0  # a constructor waiting for its probe would take the 1 s timeout
         with pytest.raises(ResponseHandlingException):
             qc.get_collections()
         qc.close()

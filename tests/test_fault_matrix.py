@@ -48,18 +48,14 @@ from typing import Any
 
 import numpy as np
 import pytest
+from fakes.cohere_server import FakeCohere
+from fakes.proxies import direct_env
+from fakes.tcp import BlackholeServer, closed_port
 
 from retrieval_lib.embedders import CohereEmbedder
 from retrieval_lib.ingest import ingest
 from retrieval_lib.models import PAYLOAD_FIELDS
 from retrieval_lib.store import VectorStore
-
-try:
-    from tests.fakes.cohere_server import FakeCohere
-    from tests.fakes.tcp import BlackholeServer, closed_port
-except ImportError:  # tests/ is not a package: rootdir-relative import
-    from fakes.cohere_server import FakeCohere
-    from fakes.tcp import BlackholeServer, closed_port
 
 FAKE_KEY = "co-FAKE-KEY-faultmatrix-5e1d"
 MODEL = "embed-multilingual-v3.0"
@@ -74,7 +70,7 @@ HOLD_S = 30  # the helper holding the folder lets go after this at the latest (a
 #: Words that make an error line a "what to do" line.
 HINTS = ("check", "set ", "wait", "re-run", "run `", "shut down", "try again", "ingest")
 _DROP_PREFIXES = ("QDRANT_", "COHERE_", "EMBEDDING_", "CO_")
-_DROP = {"QUERY_MAX_CHARS", "HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy"}
+_DROP = {"QUERY_MAX_CHARS"}
 
 #: Case ids covered (filled as cases are defined and run; reported at the end).
 COVERED: list[str] = []
@@ -88,9 +84,9 @@ def clean_env(**extra: str) -> dict[str, str]:
     Empty values for the variables a project ``.env`` could set make the real
     environment win over it.
     """
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_PREFIXES) and k not in _DROP}
+    env = direct_env({k: v for k, v in os.environ.items() if not k.startswith(_DROP_PREFIXES) and k not in _DROP})
     env.update({"QDRANT_URL": "", "QDRANT_API_KEY": "", "EMBEDDING_MODEL": "", "HF_HUB_OFFLINE": "1",
-                "TRANSFORMERS_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost", "PYTHONUNBUFFERED": "1"})
+                "TRANSFORMERS_OFFLINE": "1", "PYTHONUNBUFFERED": "1"})
     env.update(extra)
     return env
 
@@ -131,7 +127,7 @@ def _write_docs(folder: Path, topics: list[str], sections: int) -> Path:
 
 
 @pytest.fixture(scope="module")
-def store_src(tmp_path_factory, payload_for) -> Path:
+def store_src(tmp_path_factory, payload_for, no_proxies) -> Path:
     """An embedded store folder with every collection the matrix needs (closed when returned).
 
     book       12 chunks, ingested with embed-multilingual-v3.0 (the configured model)
@@ -483,7 +479,8 @@ def test_locked_folder_batch_run_reports_the_lock_in_the_notebook_error(held_fol
     assert proc.returncode == 2, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     assert elapsed < RUN_BOUND_S, f"the run took {elapsed:.0f} s"
     (run_dir,) = [p for p in out.iterdir() if p.is_dir()]
-    assert proc.stdout.strip() == str(run_dir / "index.html")
+    assert proc.stdout.strip() == f"report: {run_dir / 'index.html'}"
+    assert "01_query raised an error: " in proc.stderr and "StoreLockedError" in proc.stderr
 
     summary = json.loads((run_dir / "summary.json").read_text(encoding="utf-8"))
     assert summary["status"] == "complete" and summary["passed"] is False

@@ -7,6 +7,7 @@ import math
 
 import pytest
 import yaml
+from fakes.embedders import FakeEmbedder
 from qdrant_client import models
 
 from retrieval_lib import PAYLOAD_FIELDS, Retriever, VectorStore
@@ -18,27 +19,21 @@ MODEL = "axis-embedder"
 PAGES = ["/docs/intro", "/docs/introduction/setup", "/docs/m1/ik", "/docs/m1/arm", "/docs/m2/gazebo"]
 
 
-class AxisEmbedder:
+AXES = {"intro": 0, "introduction": 1, "ik": 2, "arm": 3, "gazebo": 4, "pizza": 5}
+
+
+def axis_vector(text: str) -> list[float]:
     """Each known query points straight at one page's vector: scores are exact and predictable."""
-
-    provider, model, dimension, max_tokens = "test", MODEL, 6, 512
-    AXES = {"intro": 0, "introduction": 1, "ik": 2, "arm": 3, "gazebo": 4, "pizza": 5}
-
-    def _vec(self, text: str) -> list[float]:
-        v = [0.0] * 6
-        if text.endswith("halfway"):  # cosine 0.8 with the arm page, 0.6 with the gazebo page
-            v[3], v[4] = 0.8, 0.6
-            return v
-        v[self.AXES[text.split()[-1]]] = 1.0
+    v = [0.0] * 6
+    if text.endswith("halfway"):  # cosine 0.8 with the arm page, 0.6 with the gazebo page
+        v[3], v[4] = 0.8, 0.6
         return v
+    v[AXES[text.split()[-1]]] = 1.0
+    return v
 
-    def embed_queries(self, texts):
-        return [self._vec(t) for t in texts]
 
-    embed_documents = embed_queries
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
+def axis_embedder() -> FakeEmbedder:
+    return FakeEmbedder(axis_vector, model=MODEL, dimension=6, max_tokens=512)
 
 
 def payload(page: str, seq: int = 0, **override):
@@ -56,9 +51,9 @@ def retriever():
     store = VectorStore.in_memory()
     store.create_collection("g", 6)
     axes = ["intro", "introduction", "ik", "arm", "gazebo"]
-    store.upsert("g", [models.PointStruct(id=i + 1, vector=AxisEmbedder()._vec(a), payload=payload(p))
+    store.upsert("g", [models.PointStruct(id=i + 1, vector=axis_vector(a), payload=payload(p))
                        for i, (a, p) in enumerate(zip(axes, PAGES))])
-    yield Retriever(store, AxisEmbedder(), "g")
+    yield Retriever(store, axis_embedder(), "g")
     store.close()
 
 

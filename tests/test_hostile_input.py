@@ -31,6 +31,9 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.cohere_server import FakeCohere
+from fakes.embedders import FakeEmbedder
+from fakes.proxies import direct_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -40,15 +43,9 @@ from retrieval_lib.models import SearchResponse
 from retrieval_lib.search import MAX_TOP_K, Retriever
 from retrieval_lib.store import VectorStore
 
-try:
-    from tests.fakes.cohere_server import FakeCohere
-except ImportError:  # tests/ is not a package: rootdir-relative import
-    from fakes.cohere_server import FakeCohere
-
 COLLECTION = "hostile"
 LIMIT = 1000  # QUERY_MAX_CHARS default
 FAKE_KEY = "co-FAKE-KEY-hostile-81c4"
-_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
 #: How many inputs each part of this module tried (reported at the end of the module).
 TRIED = {"hypothesis": 0, "fixed": 0, "params": 0, "cli": 0}
@@ -60,25 +57,6 @@ def _report_counts(figure_line):
     line = (f"hostile input: {sum(TRIED.values())} inputs tried ({TRIED['hypothesis']} hypothesis examples, "
             f"{TRIED['fixed']} fixed battery, {TRIED['params']} bad-parameter cases, {TRIED['cli']} CLI runs)")
     figure_line(line)
-
-
-class CountingEmbedder:
-    """Wraps the real embedder and counts embed calls (to prove rejection happens before any)."""
-
-    def __init__(self, inner) -> None:
-        self.inner = inner
-        self.provider, self.model, self.dimension = inner.provider, inner.model, inner.dimension
-        self.calls = 0
-
-    def embed_queries(self, texts):
-        self.calls += 1
-        return self.inner.embed_queries(texts)
-
-    def embed_documents(self, texts):
-        return self.inner.embed_documents(texts)
-
-    def count_tokens(self, text):
-        return self.inner.count_tokens(text)
 
 
 @pytest.fixture(scope="module", autouse=True)
@@ -107,7 +85,7 @@ def book(embedder, fill, book_docs):
 @pytest.fixture(scope="module")
 def retriever(book, embedder) -> Retriever:
     store, _ = book
-    return Retriever(store, CountingEmbedder(embedder), COLLECTION)
+    return Retriever(store, FakeEmbedder(inner=embedder), COLLECTION)  # counts embed calls
 
 
 # --------------------------------------------------------------------------- the rule
@@ -142,7 +120,7 @@ def assert_well_formed(resp: SearchResponse, query: str, n_points: int, top_k: i
 def search_or_reject(retriever: Retriever, query: str, n_points: int) -> SearchResponse | None:
     """Search ``query``; only a SearchResponse or the expected ValidationError may come out."""
     expected = classify(query)
-    before = retriever.embedder.calls
+    before = retriever.embedder.query_calls
     try:
         resp = retriever.search(query)
     except ValidationError as err:
@@ -152,7 +130,7 @@ def search_or_reject(retriever: Retriever, query: str, n_points: int) -> SearchR
             assert f"the limit is {LIMIT}" in err.message
         if expected == "surrogate":
             assert "UTF-8" in err.message
-        assert retriever.embedder.calls == before, "a rejected query was embedded"
+        assert retriever.embedder.query_calls == before, "a rejected query was embedded"
         return None
     assert expected == "ok", f"expected a ValidationError ({expected}) for {query!r}"
     assert_well_formed(resp, query, n_points)
@@ -208,13 +186,13 @@ def test_text_with_lone_surrogates_is_a_validation_error(retriever, book, query)
 def test_search_many_gives_one_response_per_query_or_a_validation_error(retriever, book, queries, top_k):
     TRIED["hypothesis"] += 1
     verdicts = [classify(q) for q in queries]
-    before = retriever.embedder.calls
+    before = retriever.embedder.query_calls
     try:
         responses = retriever.search_many(queries, top_k=top_k)
     except ValidationError as err:
         assert any(v != "ok" for v in verdicts), f"valid queries rejected: {err}"
         assert err.field == "query"
-        assert retriever.embedder.calls == before  # every query is checked before any is embedded
+        assert retriever.embedder.query_calls == before  # every query is checked before any is embedded
         return
     assert all(v == "ok" for v in verdicts)
     assert len(responses) == len(queries)
@@ -337,14 +315,15 @@ BAD_PARAMS = [
 
 
 @pytest.mark.timeout(60)
-@pytest.mark.parametrize("kwargs, field", BAD_PARAMS, ids=[f"{k}={v!r}" for (kw, _) in BAD_PARAMS for k, v in kw.items()])
+@pytest.mark.parametrize("kwargs, field", BAD_PARAMS,
+                         ids=[f"{k}={v!r}" for (kw, _) in BAD_PARAMS for k, v in kw.items()])
 def test_bad_parameters_are_validation_errors_before_embedding(retriever, kwargs, field):
     TRIED["params"] += 1
-    before = retriever.embedder.calls
+    before = retriever.embedder.query_calls
     with pytest.raises(ValidationError) as ei:
         retriever.search("What is ROS 2?", **kwargs)
     assert ei.value.field == field and ei.value.exit_code == 2
-    assert retriever.embedder.calls == before
+    assert retriever.embedder.query_calls == before
 
 
 @pytest.mark.timeout(60)
@@ -360,13 +339,13 @@ def test_top_k_above_twenty_is_capped_with_a_warning(retriever, book, top_k):
 # --------------------------------------------------------------------------- CLI
 
 _DROP_PREFIXES = ("QDRANT_", "COHERE_", "EMBEDDING_", "CO_")
-_DROP = {"QUERY_MAX_CHARS", *_PROXY_VARS}
+_DROP = {"QUERY_MAX_CHARS"}
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(_DROP_PREFIXES) and k not in _DROP}
+    env = direct_env({k: v for k, v in os.environ.items() if not k.startswith(_DROP_PREFIXES) and k not in _DROP})
     env.update({"QDRANT_URL": "", "QDRANT_API_KEY": "", "EMBEDDING_MODEL": "", "HF_HUB_OFFLINE": "1",
-                "TRANSFORMERS_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost"})
+                "TRANSFORMERS_OFFLINE": "1"})
     env.update(extra)
     return env
 
@@ -398,7 +377,7 @@ CLI_CASES: list[tuple[str, list[bytes], str, tuple[int, ...], str]] = [
 
 
 @pytest.fixture(scope="module")
-def cli_stores(tmp_path_factory, embedder, fill, book_docs):
+def cli_stores(tmp_path_factory, embedder, fill, book_docs, no_proxies):
     """Two embedded store folders: 1024-dim (FakeCohere vectors) and 384-dim (MiniLM); and the fake."""
     root = tmp_path_factory.mktemp("hostile-cli")
     with FakeCohere(dim=1024) as fake:

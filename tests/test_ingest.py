@@ -1,6 +1,6 @@
 """Ingest on small docs trees: payloads, incrementality, convergence, refusals, the CLI.
 
-Every test but the CLI one uses :class:`HashEmbedder`, a deterministic hashed
+Every test but the CLI one uses ``FakeEmbedder.hashed()`` (``tests/fakes/embedders.py``), a deterministic hashed
 bag-of-words embedder that also records what it was asked to embed, so "writes
 nothing" can be asserted as "embedded nothing, wrote nothing, payloads unchanged".
 Stores are in memory or in ``tmp_path``; the project's own ``.qdrant`` is never opened.
@@ -10,22 +10,19 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import os
-import re
 import subprocess
 import sys
-from collections.abc import Sequence
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
+from fakes.embedders import FakeEmbedder, Killed
 
 from retrieval_lib import PAYLOAD_FIELDS, DocumentError, ModelMismatchError, VectorStore
 from retrieval_lib.embedders import Embedder
 from retrieval_lib.ingest import IngestSummary, ingest, point_id_for, prepare_documents
-from retrieval_lib.ingest.chunking import default_count_tokens
 
 pytestmark = pytest.mark.timeout(60)
 
@@ -35,68 +32,8 @@ COLL = "book"
 KW: dict[str, Any] = dict(base_url=BASE, max_tokens=60, overlap_tokens=10, progress=False)
 
 
-# --------------------------------------------------------------------------- a tiny embedder
-
-class HashEmbedder:
-    """Hashed bag-of-words vectors (L2-normalised); records every text it embeds."""
-
-    provider = "test"
-
-    def __init__(self, model: str = "hash-bow-v1", dimension: int = 64, max_tokens: int = 256) -> None:
-        self.model = model
-        self.dimension = dimension
-        self.max_tokens = max_tokens
-        self.document_texts: list[str] = []
-        self.document_calls = 0
-        self.query_texts: list[str] = []
-
-    def _vector(self, text: str) -> list[float]:
-        v = [0.0] * self.dimension
-        v[0] = 1.0  # never the zero vector
-        for word in re.findall(r"\w+", text.lower()):
-            h = int.from_bytes(hashlib.blake2b(word.encode(), digest_size=4).digest(), "big")
-            v[1 + h % (self.dimension - 1)] += 1.0
-        norm = math.sqrt(sum(x * x for x in v))
-        return [x / norm for x in v]
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        self.document_calls += 1
-        self.document_texts.extend(texts)
-        return [self._vector(t) for t in texts]
-
-    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        self.query_texts.extend(texts)
-        return [self._vector(t) for t in texts]
-
-    def count_tokens(self, text: str) -> int:
-        return default_count_tokens(text)
-
-    def reset(self) -> None:
-        self.document_texts.clear()
-        self.query_texts.clear()
-        self.document_calls = 0
-
-
-class Killed(RuntimeError):
-    """Stands in for a process killed midway."""
-
-
-class DyingEmbedder(HashEmbedder):
-    """A HashEmbedder whose ``embed_documents`` raises on call number ``die_on`` (1-based)."""
-
-    def __init__(self, die_on: int, **kw: Any) -> None:
-        super().__init__(**kw)
-        self.die_on = die_on
-
-    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
-        if self.document_calls + 1 >= self.die_on:
-            self.document_calls += 1
-            raise Killed(f"killed during embed call {self.document_calls}")
-        return super().embed_documents(texts)
-
-
 def test_hash_embedder_satisfies_the_protocol():
-    e = HashEmbedder()
+    e = FakeEmbedder.hashed()
     assert isinstance(e, Embedder)
     a, b = e.embed_documents(["ROS 2 nodes", "pizza dough"])
     assert len(a) == e.dimension and abs(sum(x * x for x in a) - 1) < 1e-9
@@ -244,7 +181,7 @@ def assert_consistent(snapshot: dict[str, dict[str, Any]]) -> None:
 
 def clean_build(docs: Path, **kw: Any) -> dict[str, dict[str, Any]]:
     with VectorStore.in_memory() as fresh:
-        ingest(fresh, HashEmbedder(), COLL, docs, **{**KW, **kw})
+        ingest(fresh, FakeEmbedder.hashed(), COLL, docs, **{**KW, **kw})
         return points(fresh)
 
 
@@ -284,7 +221,7 @@ def docs(tmp_path) -> Path:
 # --------------------------------------------------------------------------- payloads
 
 def test_payload_fields_are_complete_and_correct(store, docs):
-    emb = HashEmbedder()
+    emb = FakeEmbedder.hashed()
     before = datetime.now(UTC).replace(microsecond=0)
     summary = ingest(store, emb, COLL, docs, **KW)
     after = datetime.now(UTC)
@@ -318,7 +255,7 @@ def test_payload_fields_are_complete_and_correct(store, docs):
         # the chunk starts with its section's heading (or is the intro under the H1)
         first = p["content"].split("\n", 1)[0]
         assert p["section_title"] in first or p["section_title"] == p["title"]
-    for f, pts in files.items():
+    for pts in files.values():
         assert sorted(p["chunk_sequence"] for p in pts.values()) == list(range(len(pts)))
     sections = {p["section_title"] for p in files["guide/01-install.md"].values()}
     assert {"Adding the repository", "Verifying"} <= sections
@@ -326,15 +263,15 @@ def test_payload_fields_are_complete_and_correct(store, docs):
 
 def test_chunk_ids_are_deterministic_across_stores(docs):
     with VectorStore.in_memory() as a, VectorStore.in_memory() as b:
-        ingest(a, HashEmbedder(), COLL, docs, **KW)
-        ingest(b, HashEmbedder(), "other_name", docs, **KW)
+        ingest(a, FakeEmbedder.hashed(), COLL, docs, **KW)
+        ingest(b, FakeEmbedder.hashed(), "other_name", docs, **KW)
         pa, pb = points(a), points(b, "other_name")
     assert set(pa) == set(pb)
     assert comparable(pa) == comparable(pb)
 
 
 def test_prepare_documents_writes_nothing_and_matches_ingest(store, docs):
-    emb = HashEmbedder()
+    emb = FakeEmbedder.hashed()
     prepared, hashes, skipped = prepare_documents(docs, emb, base_url=BASE, max_tokens=60, overlap_tokens=10)
     assert emb.document_texts == [] and skipped == [] and set(hashes) == set(DOCS)
     ingest(store, emb, COLL, docs, **KW)
@@ -345,7 +282,7 @@ def test_prepare_documents_writes_nothing_and_matches_ingest(store, docs):
 # --------------------------------------------------------------------------- incremental
 
 def test_second_ingest_writes_nothing(store, docs, monkeypatch):
-    emb = HashEmbedder()
+    emb = FakeEmbedder.hashed()
     ingest(store, emb, COLL, docs, **KW)
     before = points(store)
     emb.reset()
@@ -362,7 +299,7 @@ def test_second_ingest_writes_nothing(store, docs, monkeypatch):
 
 
 def test_changed_file_is_the_only_one_reembedded(store, docs):
-    emb = HashEmbedder()
+    emb = FakeEmbedder.hashed()
     ingest(store, emb, COLL, docs, **KW)
     before = by_file(points(store))
     emb.reset()
@@ -384,11 +321,11 @@ def test_changed_file_is_the_only_one_reembedded(store, docs):
 
 
 def test_shrinking_file_deletes_its_stale_tail(store, docs):
-    ingest(store, HashEmbedder(), COLL, docs, **KW)
+    ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
     old = by_file(points(store))["guide/01-install.md"]
     (docs / "guide/01-install.md").write_text(INSTALL_SHORT, encoding="utf-8")
 
-    summary = ingest(store, HashEmbedder(), COLL, docs, **KW)
+    summary = ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
 
     snap = points(store)
     new = by_file(snap)["guide/01-install.md"]
@@ -404,11 +341,11 @@ def test_shrinking_file_deletes_its_stale_tail(store, docs):
 
 def test_growing_file_adds_chunks(store, docs):
     (docs / "guide/01-install.md").write_text(INSTALL_SHORT, encoding="utf-8")
-    ingest(store, HashEmbedder(), COLL, docs, **KW)
+    ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
     old = by_file(points(store))["guide/01-install.md"]
     (docs / "guide/01-install.md").write_text(INSTALL, encoding="utf-8")
 
-    summary = ingest(store, HashEmbedder(), COLL, docs, **KW)
+    summary = ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
 
     new = by_file(points(store))["guide/01-install.md"]
     assert summary.chunks_added == len(new) - len(old) > 0
@@ -417,11 +354,11 @@ def test_growing_file_adds_chunks(store, docs):
 
 
 def test_removed_file_loses_its_points(store, docs):
-    ingest(store, HashEmbedder(), COLL, docs, **KW)
+    ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
     before = by_file(points(store))
     (docs / "intro.md").unlink()
 
-    summary = ingest(store, HashEmbedder(), COLL, docs, **KW)
+    summary = ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
 
     after = by_file(points(store))
     assert "intro.md" not in after
@@ -431,10 +368,10 @@ def test_removed_file_loses_its_points(store, docs):
 
 
 def test_new_file_is_added_without_touching_the_others(store, docs):
-    ingest(store, HashEmbedder(), COLL, docs, **KW)
+    ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
     before = by_file(points(store))
     write_docs(docs, {"guide/03-extra.md": EXTRA})
-    emb = HashEmbedder()
+    emb = FakeEmbedder.hashed()
 
     summary = ingest(store, emb, COLL, docs, **KW)
 
@@ -451,7 +388,7 @@ STUB = "---\ntitle: Release Notes\n---\n\n# Release Notes\n\nComing soon.\n"
 
 def test_stub_and_empty_files_are_skipped_with_a_named_warning(store, docs):
     write_docs(docs, {"notes/release-notes.md": STUB, "empty.md": "", "blank.mdx": "\n  \n"})
-    emb = HashEmbedder()
+    emb = FakeEmbedder.hashed()
 
     summary = ingest(store, emb, COLL, docs, **KW)
 
@@ -466,10 +403,10 @@ def test_stub_and_empty_files_are_skipped_with_a_named_warning(store, docs):
 
 
 def test_file_that_becomes_a_stub_loses_its_points(store, docs):
-    ingest(store, HashEmbedder(), COLL, docs, **KW)
+    ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
     (docs / "intro.md").write_text(STUB, encoding="utf-8")
 
-    summary = ingest(store, HashEmbedder(), COLL, docs, **KW)
+    summary = ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
 
     assert "intro.md" not in by_file(points(store))
     assert summary.skipped == ["intro.md"] and any("intro.md" in w for w in summary.warnings)
@@ -483,13 +420,13 @@ BAD = b"---\ntitle: Caf\xe9\n---\n\n# Caf\xe9 notes\n\n" + prose("latin", 5).enc
 
 @pytest.mark.parametrize("recreate", [False, True])
 def test_non_utf8_file_stops_the_ingest_before_anything_is_written(store, docs, recreate, monkeypatch):
-    ingest(store, HashEmbedder(), COLL, docs, **KW)
+    ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
     before = points(store)
     # Changes that a half-run would write: a new file, a changed file, a removed file, and the bad file.
     write_docs(docs, {"guide/03-extra.md": EXTRA, "guide/04-bad.md": BAD})
     (docs / "guide/01-install.md").write_text(INSTALL_SHORT, encoding="utf-8")
     (docs / "intro.md").unlink()
-    emb = HashEmbedder()
+    emb = FakeEmbedder.hashed()
     spy = WriteSpy(monkeypatch, store)
 
     with pytest.raises(DocumentError) as info:
@@ -504,7 +441,7 @@ def test_non_utf8_file_stops_the_ingest_before_anything_is_written(store, docs, 
 def test_non_utf8_file_creates_no_collection(store, docs):
     write_docs(docs, {"zz-bad.md": BAD})
     with pytest.raises(DocumentError, match="zz-bad.md"):
-        ingest(store, HashEmbedder(), COLL, docs, **KW)
+        ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
     assert not store.exists(COLL)
 
 
@@ -513,7 +450,8 @@ def test_non_utf8_file_creates_no_collection(store, docs):
 # Version 1 and version 2 of a docs tree: one file shrinks, one is unchanged,
 # one is removed, one is added, one grows.
 V1 = {
-    "a.md": f"# Alpha\n\n{prose('alpha', 6)}\n\n## Alpha two\n\n{prose('alpha two', 6)}\n\n## Alpha three\n\n{prose('alpha three', 6)}\n",
+    "a.md": f"# Alpha\n\n{prose('alpha', 6)}\n\n## Alpha two\n\n{prose('alpha two', 6)}\n\n"
+            f"## Alpha three\n\n{prose('alpha three', 6)}\n",
     "b.md": f"# Bravo\n\n{prose('bravo', 6)}\n\n## Bravo two\n\n{prose('bravo two', 6)}\n",
     "c.md": f"# Charlie\n\n{prose('charlie', 6)}\n\n## Charlie two\n\n{prose('charlie two', 6)}\n",
     "e.md": INSTALL_SHORT,
@@ -521,7 +459,8 @@ V1 = {
 V2 = {
     "a.md": f"# Alpha\n\n{prose('alpha', 4, start=20)}\n",
     "b.md": V1["b.md"],
-    "d.md": f"# Delta\n\n{prose('delta', 6)}\n\n## Delta two\n\n{prose('delta two', 6)}\n\n## Delta three\n\n{prose('delta three', 6)}\n",
+    "d.md": f"# Delta\n\n{prose('delta', 6)}\n\n## Delta two\n\n{prose('delta two', 6)}\n\n"
+            f"## Delta three\n\n{prose('delta three', 6)}\n",
     "e.md": INSTALL,
 }
 
@@ -534,10 +473,10 @@ def tree(root: Path, files: dict[str, str]) -> Path:
 
 def calls_needed(docs: Path, before: dict[str, str] | None) -> int:
     """Embed calls an ingest of ``docs`` makes with batch_size=2 (over a ``before`` tree if given)."""
-    emb = HashEmbedder()
+    emb = FakeEmbedder.hashed()
     with VectorStore.in_memory() as s:
         if before is not None:
-            ingest(s, HashEmbedder(), COLL, write_docs(docs.parent / "before", before), **KW)
+            ingest(s, FakeEmbedder.hashed(), COLL, write_docs(docs.parent / "before", before), **KW)
         ingest(s, emb, COLL, docs, **KW, batch_size=2)
     return emb.document_calls
 
@@ -549,14 +488,14 @@ def test_ingest_killed_while_embedding_converges_on_rerun(tmp_path, scenario, ki
     with VectorStore.at_path(tmp_path / "store") as store:
         if scenario == "update":
             tree(docs, V1)
-            ingest(store, HashEmbedder(), COLL, docs, **KW)
+            ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
         tree(docs, V2)
         needed = calls_needed(docs, V1 if scenario == "update" else None)
         assert needed >= 4, "the test needs an ingest of several batches"
         die_on = {"first": 1, "second": 2, "middle": needed // 2 + 1, "last": needed}[kill]
 
         with pytest.raises(Killed):
-            ingest(store, DyingEmbedder(die_on), COLL, docs, **KW, batch_size=2)
+            ingest(store, FakeEmbedder.hashed(kill_on_document_call=die_on), COLL, docs, **KW, batch_size=2)
         partial = points(store)
         full = clean_build(docs, batch_size=2)
         if scenario == "fresh":  # batches written before the kill stay; the rest is missing
@@ -564,7 +503,7 @@ def test_ingest_killed_while_embedding_converges_on_rerun(tmp_path, scenario, ki
         else:
             assert comparable(partial) != comparable(full)
 
-        summary = ingest(store, HashEmbedder(), COLL, docs, **KW, batch_size=2)
+        summary = ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW, batch_size=2)
         rerun = points(store)
 
         assert_consistent(rerun)
@@ -572,7 +511,7 @@ def test_ingest_killed_while_embedding_converges_on_rerun(tmp_path, scenario, ki
         assert summary.chunks_total == len(rerun)
         assert {p["source_file"] for p in rerun.values()} == set(V2)
         # and a third run has nothing left to do
-        emb = HashEmbedder()
+        emb = FakeEmbedder.hashed()
         third = ingest(store, emb, COLL, docs, **KW)
         assert emb.document_calls == 0 and third.files_unchanged == len(V2)
         assert points(store) == rerun
@@ -582,7 +521,7 @@ def test_ingest_killed_while_embedding_converges_on_rerun(tmp_path, scenario, ki
 def test_ingest_failing_on_upsert_converges_on_rerun(tmp_path, monkeypatch, fail_on):
     docs = tree(tmp_path / "docs", V1)
     with VectorStore.at_path(tmp_path / "store") as store:
-        ingest(store, HashEmbedder(), COLL, docs, **KW)
+        ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
         tree(docs, V2)
         real_upsert = store.upsert
         calls = {"n": 0}
@@ -595,10 +534,10 @@ def test_ingest_failing_on_upsert_converges_on_rerun(tmp_path, monkeypatch, fail
 
         monkeypatch.setattr(store, "upsert", upsert)
         with pytest.raises(Killed):
-            ingest(store, HashEmbedder(), COLL, docs, **KW, batch_size=2)
+            ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW, batch_size=2)
         monkeypatch.undo()
 
-        ingest(store, HashEmbedder(), COLL, docs, **KW, batch_size=2)
+        ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW, batch_size=2)
         rerun = points(store)
         assert_consistent(rerun)
         assert comparable(rerun) == comparable(clean_build(docs, batch_size=2))
@@ -608,7 +547,7 @@ def test_ingest_failing_on_upsert_converges_on_rerun(tmp_path, monkeypatch, fail
 def test_ingest_killed_between_upsert_and_delete_converges(tmp_path, monkeypatch, which):
     docs = tree(tmp_path / "docs", V1)
     with VectorStore.at_path(tmp_path / "store") as store:
-        ingest(store, HashEmbedder(), COLL, docs, **KW)
+        ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
         if which == "removed file":
             tree(docs, {k: v for k, v in V1.items() if k != "c.md"})
         else:
@@ -624,7 +563,7 @@ def test_ingest_killed_between_upsert_and_delete_converges(tmp_path, monkeypatch
 
         monkeypatch.setattr(store, "delete", delete)
         with pytest.raises(Killed):
-            ingest(store, HashEmbedder(), COLL, docs, **KW)
+            ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
         monkeypatch.undo()
         assert failed, "the delete must have been reached"
         # the new chunks were written before the failed delete: the file never vanished
@@ -632,7 +571,7 @@ def test_ingest_killed_between_upsert_and_delete_converges(tmp_path, monkeypatch
         if which != "removed file":
             assert any(p["source_file"] == "a.md" and "Step 20 of the alpha" in p["content"] for p in left.values())
 
-        summary = ingest(store, HashEmbedder(), COLL, docs, **KW)
+        summary = ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
         rerun = points(store)
 
         assert_consistent(rerun)
@@ -645,9 +584,9 @@ def test_ingest_killed_between_upsert_and_delete_converges(tmp_path, monkeypatch
 # --------------------------------------------------------------------------- model mismatch
 
 def test_other_dimension_is_refused_and_recreate_rebuilds(store, docs):
-    ingest(store, HashEmbedder(dimension=32), COLL, docs, **KW)
+    ingest(store, FakeEmbedder.hashed(dimension=32), COLL, docs, **KW)
     before = points(store)
-    emb = HashEmbedder(dimension=64)
+    emb = FakeEmbedder.hashed(dimension=64)
 
     with pytest.raises(ModelMismatchError) as info:
         ingest(store, emb, COLL, docs, **KW)
@@ -664,9 +603,9 @@ def test_other_dimension_is_refused_and_recreate_rebuilds(store, docs):
 
 
 def test_other_model_with_same_dimension_is_refused_and_recreate_rebuilds(store, docs):
-    ingest(store, HashEmbedder(model="old-model"), COLL, docs, **KW)
+    ingest(store, FakeEmbedder.hashed(model="old-model"), COLL, docs, **KW)
     before = points(store)
-    emb = HashEmbedder(model="new-model")
+    emb = FakeEmbedder.hashed(model="new-model")
 
     with pytest.raises(ModelMismatchError) as info:
         ingest(store, emb, COLL, docs, **KW)
@@ -682,20 +621,21 @@ def test_other_model_with_same_dimension_is_refused_and_recreate_rebuilds(store,
 
 
 def test_recreate_on_matching_collection_rebuilds_everything(store, docs):
-    ingest(store, HashEmbedder(), COLL, docs, **KW)
+    ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
     before = points(store)
-    emb = HashEmbedder()
+    emb = FakeEmbedder.hashed()
     summary = ingest(store, emb, COLL, docs, **KW, recreate=True)
     assert summary.files_added == 3 and len(emb.document_texts) == len(before)
     assert comparable(points(store)) == comparable(before)
 
 
 def test_chunking_settings_are_part_of_the_file_version(store, docs):
-    ingest(store, HashEmbedder(), COLL, docs, **KW)
-    summary = ingest(store, HashEmbedder(), COLL, docs, **{**KW, "max_tokens": 120})
+    ingest(store, FakeEmbedder.hashed(), COLL, docs, **KW)
+    summary = ingest(store, FakeEmbedder.hashed(), COLL, docs, **{**KW, "max_tokens": 120})
     assert summary.files_replaced == 3
     assert comparable(points(store)) == comparable(clean_build(docs, max_tokens=120))
-    summary = ingest(store, HashEmbedder(), COLL, docs, **{**KW, "max_tokens": 120, "base_url": "https://other.test"})
+    other_url = {**KW, "max_tokens": 120, "base_url": "https://other.test"}
+    summary = ingest(store, FakeEmbedder.hashed(), COLL, docs, **other_url)
     assert summary.files_replaced == 3
     assert all(p["source_url"].startswith("https://other.test/docs/") for p in points(store).values())
 
@@ -753,7 +693,7 @@ export const meta = {{ level: 'advanced' }};
 
 def test_mdx_noise_is_dropped_and_code_blocks_stay_whole(store, tmp_path):
     docs = write_docs(tmp_path / "docs", {"guide/03-tabs.mdx": MDX})
-    emb = HashEmbedder()
+    emb = FakeEmbedder.hashed()
     ingest(store, emb, COLL, docs, **KW)
     chunks = sorted(points(store).values(), key=lambda p: p["chunk_sequence"])
     assert len(chunks) >= 3

@@ -2,13 +2,13 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import numpy as np
 import pytest
+from fakes.embedders import FakeEmbedder
 
-from retrieval_lib import EmbeddingError, Retriever, ValidationError, VectorStore
+from retrieval_lib import Retriever, ValidationError, VectorStore
 from retrieval_lib.checks.latency import (
     TIMING_FIELDS,
     ConcurrentRun,
@@ -38,44 +38,6 @@ def retriever(store, embedder):
     r = Retriever(store, embedder, COLLECTION)
     r.search("warm up")
     return r
-
-
-class FailingEmbedder:
-    """Delegates to a real embedder but raises for one query text."""
-
-    def __init__(self, inner, bad: str):
-        self.inner, self.bad = inner, bad
-        self.provider, self.model, self.dimension = inner.provider, inner.model, inner.dimension
-
-    def embed_queries(self, texts):
-        if self.bad in texts:
-            raise EmbeddingError("simulated outage", provider="test", model=self.model)
-        return self.inner.embed_queries(texts)
-
-    def embed_documents(self, texts):
-        return self.inner.embed_documents(texts)
-
-
-class SlowEmbedder(FailingEmbedder):
-    """Takes ``delay`` seconds per query batch (and never fails)."""
-
-    def __init__(self, inner, delay: float):
-        super().__init__(inner, bad="\0never")
-        self.delay = delay
-        self.running = 0
-        self.peak = 0
-        self._lock = threading.Lock()
-
-    def embed_queries(self, texts):
-        with self._lock:
-            self.running += 1
-            self.peak = max(self.peak, self.running)
-        try:
-            time.sleep(self.delay)
-            return self.inner.embed_queries(texts)
-        finally:
-            with self._lock:
-                self.running -= 1
 
 
 # ---------------------------------------------------------------------- percentile
@@ -192,7 +154,7 @@ def test_concurrent_run_detects_a_different_ranking(retriever):
 
 
 def test_concurrent_errors_are_counted_not_raised(store, embedder):
-    r = Retriever(store, FailingEmbedder(embedder, bad=QUERIES[1]), COLLECTION)
+    r = Retriever(store, FakeEmbedder(inner=embedder, failing_query=QUERIES[1]), COLLECTION)
     r.search(QUERIES[0])
     run = run_concurrent(r, QUERIES, n=10, concurrency=3)
     # queries[1] is jobs 1, 5 and 9
@@ -201,7 +163,7 @@ def test_concurrent_errors_are_counted_not_raised(store, embedder):
 
 
 def test_concurrent_run_is_bounded_by_its_timeout(store, embedder):
-    slow = SlowEmbedder(embedder, delay=0.3)
+    slow = FakeEmbedder(inner=embedder, query_delay=0.3)
     r = Retriever(store, slow, COLLECTION)
     r.check_compatibility()
     t0 = time.perf_counter()

@@ -24,6 +24,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor, wait
 
 import pytest
+from fakes.cohere_server import FakeCohere
 
 from retrieval_lib.config import load_settings
 from retrieval_lib.embedders import CohereEmbedder
@@ -31,17 +32,13 @@ from retrieval_lib.ingest import SAMPLE_BOOK, ingest
 from retrieval_lib.search import SCORE_TOLERANCE, Retriever, same_ranking
 from retrieval_lib.store import VectorStore
 
-try:
-    from tests.fakes.cohere_server import FakeCohere
-except ImportError:  # tests/ is not a package: rootdir-relative import
-    from fakes.cohere_server import FakeCohere
-
 N_QUERIES = 100
 WORKERS = 16
 CONCURRENT_BOUND_S = 120.0  # all 100 concurrent queries; a hang, not slowness, is what this catches
 DOCS = SAMPLE_BOOK / "introduction"
 FAKE_KEY = "co-FAKE-KEY-load-2b7f"
-_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
+
+pytestmark = pytest.mark.usefixtures("no_proxies")  # the cohere SDK's httpx client honours proxy variables
 
 QUESTIONS = [
     "What is physical AI?", "How do robots sense the world?", "What is embodiment?",
@@ -78,14 +75,6 @@ def _one_torch_thread():
     torch.set_num_threads(1)
     yield
     torch.set_num_threads(before)
-
-
-@pytest.fixture(autouse=True)
-def _no_proxies(monkeypatch):
-    """The cohere SDK's httpx client honours proxy variables; loopback must be reached directly."""
-    for var in _PROXY_VARS:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
 
 
 def plan(store: VectorStore, collection: str) -> list[tuple[str, dict]]:

@@ -20,13 +20,10 @@ from pathlib import Path
 
 import pytest
 import yaml
+from fakes.cohere_server import FakeCohere
+from fakes.proxies import direct_env
 
 from retrieval_lib.store import VectorStore
-
-try:
-    from tests.fakes.cohere_server import FakeCohere
-except ImportError:  # tests/ is not a package
-    from fakes.cohere_server import FakeCohere
 
 KEY = "co-KILL-TEST-5b1e77"
 COLLECTION = "killtest"
@@ -34,7 +31,7 @@ FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 
 
 def clean_env(**extra: str) -> dict[str, str]:
-    env = {k: v for k, v in os.environ.items() if not k.startswith(("QDRANT_", "COHERE_", "EMBEDDING_"))}
+    env = direct_env({k: v for k, v in os.environ.items() if not k.startswith(("QDRANT_", "COHERE_", "EMBEDDING_"))})
     env.update(extra)
     return env
 

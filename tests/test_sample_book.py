@@ -11,6 +11,7 @@ import re
 from typing import Any
 
 import pytest
+from corpus import SAMPLE_COLLECTION as COLLECTION  # the session build is conftest's `book` fixture
 
 from retrieval_lib import PAYLOAD_FIELDS, PROJECT_ROOT, Retriever
 from retrieval_lib.checks.golden import load_golden_set, matches
@@ -24,8 +25,6 @@ from retrieval_lib.ingest import (
 from retrieval_lib.ingest.documents import is_stub, read_document
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
-
-from conftest import SAMPLE_COLLECTION as COLLECTION  # the session build lives in conftest
 
 STUB = "appendices/d-release-notes.md"
 GOLDEN = load_golden_set(PROJECT_ROOT / "params" / "golden" / "sample_book.yaml")

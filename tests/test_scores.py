@@ -5,6 +5,7 @@ from __future__ import annotations
 import math
 
 import pytest
+from fakes.embedders import FakeEmbedder
 from qdrant_client import models
 
 from retrieval_lib import Retriever, VectorStore
@@ -21,25 +22,6 @@ from retrieval_lib.checks.scores import (
 )
 
 
-class TableEmbedder:
-    """Maps each known text to a fixed unit vector: scores are exact cosines we choose."""
-
-    provider = "table"
-    model = "table-model"
-    dimension = 2
-
-    def __init__(self, table):
-        self.table = {k: list(v) for k, v in table.items()}
-
-    def embed_queries(self, texts):
-        return [self.table[t] for t in texts]
-
-    embed_documents = embed_queries
-
-    def count_tokens(self, text):
-        return len(text.split())
-
-
 def unit(deg: float) -> list[float]:
     rad = math.radians(deg)
     return [math.cos(rad), math.sin(rad)]
@@ -52,7 +34,7 @@ def angled():
              "near": unit(10),        # cos 10° = 0.985, cos 20° = 0.940
              "far": unit(150),        # cos 150° = -0.866, cos 120° = -0.5
              "side": unit(100)}       # cos 100° = -0.174, cos 70° = 0.342
-    embedder = TableEmbedder(table)
+    embedder = FakeEmbedder.table(table)  # scores are exact cosines we choose
     store = VectorStore.in_memory()
     store.create_collection("c", 2)
     store.upsert("c", [

@@ -8,6 +8,8 @@ import random
 import uuid
 
 import pytest
+from corpus import BOOK
+from fakes.embedders import FakeEmbedder
 from hypothesis import given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
@@ -26,48 +28,6 @@ from retrieval_lib import (
 from retrieval_lib.search import same_ranking, validate_params, validate_query
 
 COLLECTION = "book"
-BOOK = "https://book.example"
-
-
-class CountingEmbedder:
-    """Wraps an embedder and counts the query batches it is asked to embed."""
-
-    def __init__(self, inner):
-        self.inner = inner
-        self.provider, self.model, self.dimension = inner.provider, inner.model, inner.dimension
-        self.query_calls = 0
-
-    def embed_queries(self, texts):
-        self.query_calls += 1
-        return self.inner.embed_queries(texts)
-
-    def embed_documents(self, texts):
-        return self.inner.embed_documents(texts)
-
-    def count_tokens(self, text):
-        return self.inner.count_tokens(text)
-
-
-class FixedEmbedder:
-    """Every query becomes the same vector: lets a test control scores exactly."""
-
-    provider = "fixed"
-    model = "fixed-model"
-
-    def __init__(self, vector):
-        self.vector = list(vector)
-        self.dimension = len(self.vector)
-        self.query_calls = 0
-
-    def embed_queries(self, texts):
-        self.query_calls += 1
-        return [list(self.vector) for _ in texts]
-
-    def embed_documents(self, texts):
-        return [list(self.vector) for _ in texts]
-
-    def count_tokens(self, text):
-        return len(text.split())
 
 
 @pytest.fixture(scope="module")
@@ -245,7 +205,7 @@ def test_search_many_applies_filters_like_search(retriever):
 
 
 def test_search_many_validates_every_query_before_embedding(book_store, embedder):
-    counting = CountingEmbedder(embedder)
+    counting = FakeEmbedder(inner=embedder)
     r = Retriever(book_store, counting, COLLECTION)
     with pytest.raises(ValidationError):
         r.search_many(["fine", "   "])
@@ -310,7 +270,7 @@ def test_invalid_filters_are_rejected(retriever, kwargs):
 
 
 def test_invalid_input_is_rejected_before_anything_is_embedded(book_store, embedder):
-    counting = CountingEmbedder(embedder)
+    counting = FakeEmbedder(inner=embedder)
     r = Retriever(book_store, counting, COLLECTION)
     for kwargs in ({"query": "  "}, {"query": "ok", "top_k": "5"}, {"query": "ok", "similarity_threshold": math.nan}):
         with pytest.raises(ValidationError):
@@ -344,7 +304,7 @@ def tied_store(ids, vector=(1.0, 0.0, 0.0, 0.0)):
 
 def test_top_k_above_twenty_is_capped_with_a_warning():
     store = tied_store(range(1, 31))
-    response = Retriever(store, FixedEmbedder([1, 0, 0, 0]), "ties").search("x", top_k=25)
+    response = Retriever(store, FakeEmbedder.fixed([1, 0, 0, 0]), "ties").search("x", top_k=25)
     assert response.top_k == MAX_TOP_K
     assert len(response.results) == MAX_TOP_K
     assert any("20" in w for w in response.warnings)
@@ -354,7 +314,7 @@ def test_identical_vectors_are_ordered_by_point_id_uuid():
     rng = random.Random(7)
     ids = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(12)]
     store = tied_store(ids)
-    response = Retriever(store, FixedEmbedder([1, 0, 0, 0]), "ties").search("x", top_k=12)
+    response = Retriever(store, FakeEmbedder.fixed([1, 0, 0, 0]), "ties").search("x", top_k=12)
     assert [r.point_id for r in response.results] == sorted(ids)
 
 
@@ -362,7 +322,7 @@ def test_tie_at_the_cut_keeps_the_lowest_ids_even_with_many_ties():
     rng = random.Random(3)
     ids = [str(uuid.UUID(int=rng.getrandbits(128))) for _ in range(40)]
     store = tied_store(ids)
-    r = Retriever(store, FixedEmbedder([1, 0, 0, 0]), "ties")
+    r = Retriever(store, FakeEmbedder.fixed([1, 0, 0, 0]), "ties")
     assert [x.point_id for x in r.search("x", top_k=3).results] == sorted(ids)[:3]
     many = r.search_many(["x", "y"], top_k=3)
     assert all([x.point_id for x in m.results] == sorted(ids)[:3] for m in many)
@@ -372,14 +332,14 @@ def test_identical_vectors_with_integer_ids_are_ordered_numerically():
     ids = list(range(1, 31))
     random.Random(5).shuffle(ids)
     store = tied_store(ids)
-    response = Retriever(store, FixedEmbedder([1, 0, 0, 0]), "ties").search("x", top_k=5)
+    response = Retriever(store, FakeEmbedder.fixed([1, 0, 0, 0]), "ties").search("x", top_k=5)
     assert [r.point_id for r in response.results] == ["1", "2", "3", "4", "5"]
 
 
 def test_a_better_score_outranks_a_lower_id():
     store = tied_store([1, 2, 3])
     store.upsert("ties", [models.PointStruct(id=9, vector=[1.0, 1.0, 0, 0], payload={"model_version": "fixed-model"})])
-    response = Retriever(store, FixedEmbedder([1, 1, 0, 0]), "ties").search("x", top_k=4)
+    response = Retriever(store, FakeEmbedder.fixed([1, 1, 0, 0]), "ties").search("x", top_k=4)
     assert [r.point_id for r in response.results] == ["9", "1", "2", "3"]
     assert response.results[0].similarity_score == pytest.approx(1.0)
 
@@ -399,7 +359,7 @@ def test_dimension_mismatch_names_both_sizes_and_the_model_before_searching(embe
     store = VectorStore.in_memory()
     store.create_collection("small", 8)
     store.upsert("small", [models.PointStruct(id=1, vector=[0.1] * 8, payload={"model_version": embedder.model})])
-    counting = CountingEmbedder(embedder)
+    counting = FakeEmbedder(inner=embedder)
     with pytest.raises(ModelMismatchError) as info:
         Retriever(store, counting, "small").search("ROS 2")
     err = info.value

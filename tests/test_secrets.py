@@ -17,13 +17,9 @@ import sys
 from pathlib import Path
 
 import pytest
-
-try:
-    from tests.fakes.cohere_server import FakeCohere
-    from tests.fakes.tcp import BlackholeServer, closed_port
-except ImportError:  # tests/ is not a package
-    from fakes.cohere_server import FakeCohere
-    from fakes.tcp import BlackholeServer, closed_port
+from fakes.cohere_server import FakeCohere
+from fakes.proxies import direct_env
+from fakes.tcp import BlackholeServer, closed_port
 
 from retrieval_lib.config import PROJECT_ROOT
 
@@ -36,7 +32,7 @@ pytestmark = pytest.mark.slow
 
 
 def env(**extra: str) -> dict[str, str]:
-    base = {k: v for k, v in os.environ.items() if not k.startswith(("QDRANT_", "COHERE_", "EMBEDDING_"))}
+    base = direct_env({k: v for k, v in os.environ.items() if not k.startswith(("QDRANT_", "COHERE_", "EMBEDDING_"))})
     base.update(COHERE_API_KEY=COHERE_KEY, QDRANT_API_KEY=QDRANT_KEY)
     base.update(extra)
     return base

@@ -17,6 +17,9 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from pathlib import Path
 
 import pytest
+from fakes.embedders import FakeEmbedder
+from fakes.proxies import direct_env
+from fakes.tcp import BlackholeServer, closed_port
 
 from retrieval_lib.config import load_settings
 from retrieval_lib.errors import (
@@ -29,47 +32,10 @@ from retrieval_lib.errors import (
 from retrieval_lib.search import Retriever
 from retrieval_lib.store import VectorStore
 
-try:
-    from tests.fakes.tcp import BlackholeServer, closed_port
-except ImportError:  # tests/ is not a package: rootdir-relative import
-    from fakes.tcp import BlackholeServer, closed_port
-
 QDRANT_KEY = "qd-TEST-KEY-77ab"
 PROJECT = Path(__file__).resolve().parent.parent
-_PROXY_VARS = ("HTTP_PROXY", "HTTPS_PROXY", "ALL_PROXY", "http_proxy", "https_proxy", "all_proxy")
 
-
-@pytest.fixture(autouse=True)
-def _no_proxies(monkeypatch):
-    for var in _PROXY_VARS:
-        monkeypatch.delenv(var, raising=False)
-    monkeypatch.setenv("NO_PROXY", "127.0.0.1,localhost")
-
-
-class TinyEmbedder:
-    """Deterministic 4-dimensional embedder satisfying the Embedder protocol."""
-
-    provider = "test"
-    model = "tiny-4"
-    dimension = 4
-
-    def __init__(self) -> None:
-        self.calls = 0
-
-    def _vec(self, text: str) -> list[float]:
-        h = [ord(c) for c in text] or [0]
-        return [1.0 + sum(h) % 7, 1.0 + len(h) % 5, 1.0 + h[0] % 3, 1.0]
-
-    def embed_queries(self, texts):
-        self.calls += 1
-        return [self._vec(t) for t in texts]
-
-    def embed_documents(self, texts):
-        self.calls += 1
-        return [self._vec(t) for t in texts]
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
+pytestmark = pytest.mark.usefixtures("no_proxies")
 
 
 def server_settings(url: str, **extra: str):
@@ -90,7 +56,7 @@ def test_closed_port_search_is_store_unavailable_naming_the_url():
     port = closed_port()
     url = f"http://127.0.0.1:{port}"
     settings = server_settings(url)
-    embedder = TinyEmbedder()
+    embedder = FakeEmbedder.tiny()
     assert isinstance(embedder, Embedder)
     with Retriever(VectorStore.open(settings), embedder, settings.collection_name) as retriever:
         t0 = time.monotonic()
@@ -115,7 +81,7 @@ def test_blackhole_times_out_quickly_with_a_typed_error(operation):
     with BlackholeServer() as bh:
         settings = server_settings(bh.url)
         store = VectorStore.open(settings)
-        retriever = Retriever(store, TinyEmbedder(), settings.collection_name)
+        retriever = Retriever(store, FakeEmbedder.tiny(), settings.collection_name)
         calls = {
             "list_collections": store.list_collections,
             "search": lambda: retriever.search("what is ROS 2?"),
@@ -231,7 +197,7 @@ def _make_collections(store: VectorStore, names) -> None:
 def test_missing_collection_in_memory_lists_the_existing_ones():
     store = VectorStore.in_memory()
     _make_collections(store, ["beta", "alpha"])
-    retriever = Retriever(store, TinyEmbedder(), "gamma")
+    retriever = Retriever(store, FakeEmbedder.tiny(), "gamma")
     with pytest.raises(CollectionNotFoundError) as ei:
         retriever.search("anything")
     err = ei.value
@@ -324,11 +290,11 @@ def test_locked_embedded_folder_is_a_store_locked_error(tmp_path):
 
 @pytest.mark.timeout(60)
 def test_cli_search_against_a_closed_port_exits_3_with_one_error_line(tmp_path):
-    env = {k: v for k, v in os.environ.items()
-           if not k.startswith(("QDRANT_", "COHERE_", "EMBEDDING_", "CO_")) and k not in _PROXY_VARS}
+    env = direct_env({k: v for k, v in os.environ.items()
+                      if not k.startswith(("QDRANT_", "COHERE_", "EMBEDDING_", "CO_"))})
     port = closed_port()
     env.update({"QDRANT_URL": f"http://127.0.0.1:{port}", "QDRANT_TIMEOUT": "1",
-                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1", "NO_PROXY": "127.0.0.1,localhost"})
+                "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     t0 = time.monotonic()
     proc = subprocess.run([sys.executable, "-m", "retrieval_lib", "search", "x"], env=env, cwd=str(tmp_path),
                           capture_output=True, text=True, timeout=50)

@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 import yaml
-from conftest import SAMPLE_COLLECTION
+from corpus import SAMPLE_COLLECTION
 
 from retrieval_lib.config import PROJECT_ROOT
 
@@ -42,7 +42,7 @@ def test_demo_golden_set_passes_and_a_wrong_expectation_fails_the_gate(store_cop
     demo = yaml.safe_load((PROJECT_ROOT / "params" / "demo.yaml").read_text())
     good = run_cli(store_copy, PROJECT_ROOT / "params" / "demo.yaml", tmp_path / "out", "05")
     assert good.returncode == 0, good.stderr[-2000:]
-    good_dir = Path(good.stdout.strip().splitlines()[-1]).parent
+    good_dir = Path(good.stdout.strip().splitlines()[-1].removeprefix("report: ")).parent
     assert json.loads((good_dir / "summary.json").read_text())["passed"] is True
 
     golden = yaml.safe_load((PROJECT_ROOT / demo["golden_set"]).read_text())
@@ -56,7 +56,7 @@ def test_demo_golden_set_passes_and_a_wrong_expectation_fails_the_gate(store_cop
 
     bad = run_cli(store_copy, params, tmp_path / "out", "05")
     assert bad.returncode == 1, bad.stderr[-2000:]
-    index_path = Path(bad.stdout.strip().splitlines()[-1])
+    index_path = Path(bad.stdout.strip().splitlines()[-1].removeprefix("report: "))
     assert index_path.parent != good_dir  # two runs, two folders
     index = index_path.read_text()
     assert "golden queries pass</td><td><span class=\"fail\">FAIL</span>" in index

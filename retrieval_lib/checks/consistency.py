@@ -10,6 +10,10 @@ Where rankings differ, overlap measures say by how much:
 - Jaccard of the id sets: ``|A ∩ B| / |A ∪ B|``,
 - rank-biased overlap (:func:`rbo`), which weighs the top ranks most,
 - Kendall's tau on the ids both lists share (:func:`kendall_tau_shared`).
+
+A notebook runs the phases (repeats, a fresh client, a batch), lines them up with
+:func:`phase_runs`, compares them with :func:`consistency_frame`, and lets
+:func:`record` write the gates.
 """
 
 from __future__ import annotations
@@ -17,12 +21,20 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from ..errors import ValidationError
 from ..models import SearchResponse
 from ..search import SCORE_TOLERANCE, same_ranking
 
 __all__ = ["jaccard", "rbo", "kendall_tau_shared", "RankingComparison", "compare_rankings",
-           "repeat_search", "consistency_frame", "summarise_by_query", "min_adjacent_gap"]
+           "repeat_search", "phase_runs", "consistency_frame", "summarise_by_query", "min_adjacent_gap",
+           "exact_score_diffs", "failing", "rbo_figure", "record", "PHASE_GATES"]
+
+#: The gate each standard phase answers (a phase not listed gets ``"identical: <phase>"``).
+PHASE_GATES: dict[str, str] = {"repeat": "identical across {repeats} repeats",
+                               "fresh client": "identical through a fresh client",
+                               "search_many": "search_many agrees with search"}
 
 
 def jaccard(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
@@ -56,10 +68,10 @@ def rbo(a: Sequence[Hashable], b: Sequence[Hashable], p: float = 0.9, *, extrapo
         A number in [0, 1]; 1.0 when both lists are empty.
 
     Raises:
-        ValueError: ``p`` outside (0, 1).
+        ValidationError: ``p`` outside (0, 1).
     """
     if not 0.0 < p < 1.0:
-        raise ValueError(f"p must be within (0, 1), got {p}")
+        raise ValidationError(f"p must be within (0, 1), got {p}", field="p")
     k = max(len(a), len(b))
     if k == 0:
         return 1.0
@@ -142,7 +154,8 @@ def compare_rankings(reference: SearchResponse, other: SearchResponse, *, tolera
     same_order = ids_ref == ids_oth
     return RankingComparison(
         same_ids=set(ids_ref) == set(ids_oth), same_order=same_order, max_score_diff=max_diff,
-        jaccard=jaccard(ids_ref, ids_oth), rbo=rbo(ids_ref, ids_oth, p), kendall_tau=kendall_tau_shared(ids_ref, ids_oth),
+        jaccard=jaccard(ids_ref, ids_oth), rbo=rbo(ids_ref, ids_oth, p),
+        kendall_tau=kendall_tau_shared(ids_ref, ids_oth),
         identical=same_ranking(ref, oth, score_tol=tolerance),
     )
 
@@ -166,11 +179,34 @@ def repeat_search(retriever, queries: Sequence[str], repeats: int, top_k: int) -
         query text to its responses, in run order.
 
     Raises:
-        ValueError: ``repeats`` below 1. Anything :meth:`Retriever.search` raises.
+        ValidationError: ``repeats`` below 1. Anything :meth:`Retriever.search` raises.
     """
     if repeats < 1:
-        raise ValueError("repeats must be at least 1")
+        raise ValidationError(f"repeats must be at least 1 (got {repeats})", field="repeats")
     return {q: [retriever.search(q, top_k=top_k) for _ in range(repeats)] for q in queries}
+
+
+def phase_runs(repeated: Mapping[str, Sequence[SearchResponse]], *,
+               fresh: Mapping[str, Sequence[SearchResponse]] | None = None,
+               batched: Sequence[SearchResponse] | None = None,
+               ) -> tuple[dict[str, SearchResponse], dict[str, dict[str, list[SearchResponse]]]]:
+    """Line up the runs: each query's first repeat is its reference; every other run is compared with it.
+
+    Args:
+        repeated: :func:`repeat_search` through one retriever (phase ``"repeat"``: runs 2..n).
+        fresh: :func:`repeat_search` through a newly opened retriever (phase ``"fresh client"``).
+        batched: one ``search_many`` pass over the same queries, in ``repeated``'s order (phase ``"search_many"``).
+
+    Returns:
+        ``(reference, phases)`` for :func:`consistency_frame`.
+    """
+    reference = {q: runs[0] for q, runs in repeated.items()}
+    phases = {"repeat": {q: list(runs[1:]) for q, runs in repeated.items()}}
+    if fresh is not None:
+        phases["fresh client"] = {q: list(runs) for q, runs in fresh.items()}
+    if batched is not None:
+        phases["search_many"] = {q: [r] for q, r in zip(repeated, batched)}
+    return reference, phases
 
 
 def consistency_frame(reference: Mapping[str, SearchResponse],
@@ -205,13 +241,15 @@ def consistency_frame(reference: Mapping[str, SearchResponse],
                                        "jaccard", "rbo", "kendall_tau"])
 
 
-def summarise_by_query(frame, *, phases: Sequence[str] | None = None):
+def summarise_by_query(frame, *, phases: Sequence[str] | None = None,
+                       reference: Mapping[str, SearchResponse] | None = None, gap_decimals: int = 5):
     """Collapse :func:`consistency_frame` to one row per query (queries in first-seen order).
 
     Columns: ``query``, ``runs`` (comparisons + 1 for the reference), one
     ``identical: <phase>`` column per phase (all of that phase's runs identical),
     ``identical`` (every run of every phase), ``max_score_diff``, and the minimum
-    ``jaccard``, ``rbo`` and ``kendall_tau`` over all runs.
+    ``jaccard``, ``rbo`` and ``kendall_tau`` over all runs; with ``reference``, also
+    ``min_adjacent_gap`` of each query's reference response, rounded to ``gap_decimals``.
     """
     import pandas as pd
 
@@ -225,5 +263,78 @@ def summarise_by_query(frame, *, phases: Sequence[str] | None = None):
         row.update({"identical": bool(group["identical"].all()), "max_score_diff": group["max_score_diff"].max(),
                     "min_jaccard": group["jaccard"].min(), "min_rbo": group["rbo"].min(),
                     "min_kendall_tau": group["kendall_tau"].min()})
+        if reference is not None:  # how close the reference ranking is to a swap
+            row["min_adjacent_gap"] = round(min_adjacent_gap(reference[str(query)]), gap_decimals)
         rows.append(row)
     return pd.DataFrame(rows)
+
+
+def exact_score_diffs(reference: Mapping[str, SearchResponse],
+                      phases: Mapping[str, Mapping[str, Sequence[SearchResponse]]]) -> dict[str, float]:
+    """Per phase, the unrounded largest ``max_score_diff`` against the reference (last bits: they vary by run)."""
+    return {phase: max((compare_rankings(reference[q], r).max_score_diff for q, runs in by_query.items() for r in runs),
+                       default=0.0)
+            for phase, by_query in phases.items()}
+
+
+def failing(frame, phase: str) -> list[str]:
+    """The queries (sorted) with a run of ``phase`` that is not identical to their reference."""
+    part = frame[frame["phase"] == phase]
+    return sorted(set(part.loc[~part["identical"], "query"]))
+
+
+def rbo_figure(frame, queries: Sequence[str], *, tolerance: float = SCORE_TOLERANCE):
+    """Queries x runs: RBO against the reference, ``"="`` where the run is identical."""
+    from ..plots import annotated_heatmap
+
+    # repeat runs 2..n were compared with run 1; the other phases ran once
+    labels = [f"repeat {run + 1}" if phase == "repeat" else phase for phase, run in zip(frame["phase"], frame["run"])]
+    # as floats, so a query without a run in some column is NaN (an empty cell), never "identical"
+    matrix = frame.assign(column=labels, identical=frame["identical"].astype(float))
+    columns = list(dict.fromkeys(labels))
+    rbo_values = matrix.pivot(index="query", columns="column", values="rbo").reindex(index=queries, columns=columns)
+    same = matrix.pivot(index="query", columns="column", values="identical").reindex(index=queries, columns=columns)
+    texts = [["=" if same.iat[i, j] == 1.0 else ("" if math.isnan(rbo_values.iat[i, j]) else
+                                                 f"{rbo_values.iat[i, j]:.2f}") for j in range(len(columns))]
+             for i in range(len(queries))]
+    return annotated_heatmap(rbo_values.to_numpy(dtype=float), list(queries), columns, texts=texts,
+                             title=f"RBO of each run against the first (\"=\": identical ids, order and scores "
+                                   f"within {tolerance:g})", colorbar_label="rank-biased overlap (p = 0.9)")
+
+
+def record(report: Any, frame, per_query, *, repeats: int, tolerance: float = SCORE_TOLERANCE) -> dict[str, list[str]]:
+    """Record notebook 04's gates, findings and metrics on ``report`` (a NotebookReport).
+
+    One gate per phase of ``frame`` (:func:`consistency_frame`; names from :data:`PHASE_GATES`):
+    every run of the phase identical to its query's reference (:func:`failing` is empty).
+    ``per_query`` is :func:`summarise_by_query` with ``reference`` (for ``min_adjacent_gap``).
+
+    Returns:
+        Phase to its failing queries.
+    """
+    failures = {}
+    for phase in dict.fromkeys(frame["phase"]):
+        bad = failures[phase] = failing(frame, phase)
+        part = frame[frame["phase"] == phase]
+        report.gate(PHASE_GATES.get(phase, f"identical: {phase}").format(repeats=repeats), not bad,
+                    value=len(bad), threshold=0,
+                    detail=(f"{len(part)} runs of {part['query'].nunique()} queries: ids, order and scores within "
+                            f"{tolerance:g} of the first run" if not bad else "differs: " + ", ".join(map(repr, bad))))
+    identical, queries = int(frame["identical"].sum()), frame["query"].nunique()
+    report.finding(f"{identical} of {len(frame)} runs identical to their query's first run "
+                   f"({queries} queries, {repeats} repeats, a fresh client, one search_many pass)")
+    report.finding(f"largest score difference (rounded to 6 places): {frame['max_score_diff'].max():.6f}; "
+                   f"minimum RBO {frame['rbo'].min():.2f}, minimum Jaccard {frame['jaccard'].min():.2f}")
+    closest = per_query.loc[per_query["min_adjacent_gap"].idxmin()]
+    # judged on the gap as shown (rounded): the finding quotes that number
+    margin = closest["min_adjacent_gap"] / tolerance if tolerance else math.inf
+    report.finding(f"closest neighbouring scores in any ranking differ by {closest['min_adjacent_gap']:.5f} "
+                   f"({closest['query']!r}), {margin:,.0f} x score_tolerance: "
+                   + ("score noise within the tolerance cannot reorder these lists" if margin > 1
+                      else "noise within the tolerance could reorder this list"))
+    for name, value in (("queries", queries), ("runs_compared", len(frame)), ("identical_runs", identical),
+                        ("max_score_diff", float(frame["max_score_diff"].max())),
+                        ("min_rbo", float(frame["rbo"].min())), ("min_jaccard", float(frame["jaccard"].min())),
+                        ("min_adjacent_gap", float(per_query["min_adjacent_gap"].min()))):
+        report.metric(name, value)
+    return failures

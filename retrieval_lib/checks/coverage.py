@@ -18,23 +18,28 @@ hand per book:
    - ``heading_hit_rate`` = |own heading queries whose top-k holds a chunk of the file| / |own heading queries|
    - ``reachable`` = some chunk of the file is in the top-k of ANY query
 
-:func:`prefix_share` measures whether a query lands in the right module
-(share of its results whose ``source_file`` starts with a prefix).
+:func:`prefix_hits` measures whether a query lands in the right module
+(how many of its results come from files under a prefix). A notebook runs
+all of it with :func:`measure` and lets :func:`record` write the gates.
 """
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from ..errors import ValidationError
 from ..models import SearchResponse
+from ..params import GoldenSet
 from ..store import VectorStore
 
 __all__ = ["SourceFile", "CoverageQuery", "FileCoverage", "scan_sources", "heading_queries",
            "build_queries", "measure_coverage", "coverage_frame", "missed_heading_queries", "prefix_share",
-           "SCAN_FIELDS"]
+           "PrefixHits", "prefix_hits", "CoverageStudy", "measure", "inventory_frame",
+           "hit_rate_figure", "record", "SCAN_FIELDS"]
 
 #: Payload fields the scan needs (nothing else is read).
 SCAN_FIELDS: list[str] = ["source_file", "section_title", "title", "chunk_sequence"]
@@ -107,10 +112,10 @@ def heading_queries(source: SourceFile, limit: int) -> list[str]:
     title gets the title as its one query, so every file is asked for.
 
     Raises:
-        ValueError: ``limit`` below 1.
+        ValidationError: ``limit`` below 1.
     """
     if limit < 1:
-        raise ValueError("limit must be at least 1")
+        raise ValidationError(f"limit must be at least 1 (got {limit})", field="limit")
     title = _norm(source.title)
     chosen = [h for h in source.headings if _norm(h) != title][:limit]
     if not chosen:
@@ -159,6 +164,11 @@ class FileCoverage:
         return len(self.heading_hits) / len(self.heading_queries) if self.heading_queries else 0.0
 
     @property
+    def hits_of_queries(self) -> str:
+        """``"hits/queries"`` of its own heading queries, e.g. ``"4/6"``."""
+        return f"{len(self.heading_hits)}/{len(self.heading_queries)}"
+
+    @property
     def reachable(self) -> bool:
         return bool(self.reached_by)
 
@@ -177,14 +187,14 @@ def measure_coverage(sources: Sequence[SourceFile], queries: Sequence[CoverageQu
     heading shared by two files) counts for each owner.
 
     Raises:
-        ValueError: the two lists differ in length, or a response was filtered
+        ValidationError: the two lists differ in length, or a response was filtered
             (a filtered search cannot show reachability).
     """
     if len(queries) != len(responses):
-        raise ValueError(f"{len(queries)} queries but {len(responses)} responses")
+        raise ValidationError(f"{len(queries)} queries but {len(responses)} responses", field="responses")
     filtered = [r.query_text for r in responses if r.filters]
     if filtered:
-        raise ValueError(f"coverage needs unfiltered searches; filtered: {filtered[:3]}")
+        raise ValidationError(f"coverage needs unfiltered searches; filtered: {filtered[:3]}", field="responses")
     table = {s.path: FileCoverage(path=s.path, chunks=s.chunks) for s in sources}
     for query, response in zip(queries, responses):
         found = {r.source_file for r in response.results}
@@ -241,13 +251,146 @@ def missed_heading_queries(queries: Sequence[CoverageQuery], responses: Sequence
     return pd.DataFrame(rows, columns=["source_file", "heading_query", "top1_file", "top1_section", "top1_score"])
 
 
-def prefix_share(response: SearchResponse, prefix: str) -> float:
-    """Share of the response's results whose ``source_file``, or ``source_url`` path, starts with ``prefix``.
+@dataclass(frozen=True)
+class PrefixHits:
+    """How many of a response's results come from under a prefix.
 
-    0.0 when the response is empty.
+    Attributes:
+        prefix: the module prefix, e.g. ``"module-02-simulation/"``.
+        hits: results whose ``source_file``, or ``source_url`` path, starts with ``prefix``.
+        results: results in the response.
     """
-    if not response.results:
-        return 0.0
+
+    prefix: str
+    hits: int
+    results: int
+
+    @property
+    def share(self) -> float:
+        """``hits / results``; 0.0 when the response is empty."""
+        return self.hits / self.results if self.results else 0.0
+
+
+def prefix_hits(response: SearchResponse, prefix: str) -> PrefixHits:
+    """Count the results whose ``source_file``, or ``source_url`` path, starts with ``prefix``: the one rule."""
     hits = sum((r.source_file or "").startswith(prefix) or urlsplit(r.source_url or "").path.startswith(prefix)
                for r in response.results)
-    return hits / len(response.results)
+    return PrefixHits(prefix=prefix, hits=hits, results=len(response.results))
+
+
+def prefix_share(response: SearchResponse, prefix: str) -> float:
+    """:attr:`PrefixHits.share` of :func:`prefix_hits` (0.0 when the response is empty)."""
+    return prefix_hits(response, prefix).share
+
+
+@dataclass(frozen=True)
+class CoverageStudy:
+    """One coverage pass: the files, the queries asked, their unfiltered top-k, and the verdict per file.
+
+    Attributes:
+        sources: every source file of the collection (:func:`scan_sources`).
+        queries, responses: what was asked and answered (``responses[i]`` for ``queries[i]``), top ``top_k``.
+        files: :func:`measure_coverage` per file, in ``sources`` order.
+    """
+
+    sources: list[SourceFile]
+    queries: list[CoverageQuery]
+    responses: list[SearchResponse]
+    files: list[FileCoverage]
+    top_k: int
+
+    @property
+    def unreachable(self) -> list[str]:
+        """Files no query reached, by path."""
+        return [c.path for c in self.files if not c.reachable]
+
+    @property
+    def reachable_share(self) -> float:
+        """Reachable files / files (0.0 for an empty collection)."""
+        return 1 - len(self.unreachable) / len(self.files) if self.files else 0.0
+
+    def origins(self) -> dict[str, int]:
+        """Queries per origin (``heading``, ``golden``, ``extra``), in first-seen order."""
+        return dict(Counter(q.origin for q in self.queries))
+
+
+def measure(retriever: Any, *, top_k: int, headings_per_file: int, golden: GoldenSet | None = None) -> CoverageStudy:
+    """Scan every file, ask its headings (and the golden set's queries) without a filter, and judge each file.
+
+    Args:
+        retriever: a :class:`~retrieval_lib.search.Retriever`.
+        top_k: results per query.
+        headings_per_file: own headings asked per file (:func:`heading_queries`).
+        golden: its ``queries`` (origin ``golden``) and ``extra_queries`` (``extra``) are asked too.
+
+    Raises:
+        ValidationError: ``headings_per_file`` below 1. Anything the store or the search raises.
+    """
+    extra = [] if golden is None else ([(q.query, "golden") for q in golden.queries]
+                                       + [(q.query, "extra") for q in golden.extra_queries])
+    sources = scan_sources(retriever.store, retriever.collection)
+    queries = build_queries(sources, headings_per_file, extra)
+    responses = retriever.search_many([q.text for q in queries], top_k=top_k)
+    return CoverageStudy(sources=sources, queries=queries, responses=responses,
+                         files=measure_coverage(sources, queries, responses), top_k=top_k)
+
+
+def inventory_frame(sources: Sequence[SourceFile]):
+    """One row per source file: path, title, chunk count and number of distinct headings."""
+    import pandas as pd
+
+    return pd.DataFrame([{"source_file": s.path, "title": s.title, "chunks": s.chunks, "headings": len(s.headings)}
+                         for s in sources], columns=["source_file", "title", "chunks", "headings"])
+
+
+def hit_rate_figure(study: CoverageStudy):
+    """Each file's heading-query hit rate as a bar (best first; red: unreachable), with ``hits/queries``."""
+    from ..plots import horizontal_bars
+
+    order = sorted(study.files, key=lambda c: (-c.heading_hit_rate, c.path))
+    return horizontal_bars(
+        [c.path for c in order], [c.heading_hit_rate for c in order],
+        colours=["tab:blue" if c.reachable else "tab:red" for c in order],
+        notes=[c.hits_of_queries for c in order], xlim=(0, 1.12), label_size=7,
+        xlabel=f"heading-query hit rate (own headings whose top-{study.top_k} holds the file)",
+        title=f"Heading-query hit rate per file (red: unreachable by any of {len(study.queries)} queries)")
+
+
+def record(report: Any, study: CoverageStudy, primary: SearchResponse, *, primary_prefix: str,
+           min_reachable_share: float, min_primary_share: float) -> PrefixHits:
+    """Record notebook 03's gates (seed 000 SC-003 reachability, SC-007 module), findings and metrics.
+
+    The module gate's value and its detail both come from one :func:`prefix_hits`, which is returned.
+    """
+    files, k, unreachable = study.files, study.top_k, study.unreachable
+    reachable, lands = len(files) - len(unreachable), prefix_hits(primary, primary_prefix)
+    report.gate("every source file is reachable by a query", study.reachable_share >= min_reachable_share,
+                value=round(study.reachable_share, 4), threshold=min_reachable_share,
+                detail=(f"{reachable}/{len(files)} files in some query's top-{k}; "
+                        + ("unreachable: " + ", ".join(unreachable) if unreachable else "none unreachable")))
+    report.gate(f"{primary.query_text!r} lands in {primary_prefix}", lands.share >= min_primary_share,
+                value=round(lands.share, 4), threshold=min_primary_share,
+                detail=f"{lands.hits}/{lands.results} results from {primary_prefix}")
+    mean_hit = sum(c.heading_hit_rate for c in files) / len(files) if files else 0.0
+    weak = sum(c.heading_hit_rate < 1.0 for c in files)
+    independent = sum(bool(c.reached_by_others) for c in files)
+    missed = len(missed_heading_queries(study.queries, study.responses))
+    listed = f"; unreachable: {', '.join(unreachable)}" if unreachable else ""
+    report.finding(f"{len(files)} source files ({sum(c.chunks for c in files)} chunks); {reachable} reachable by "
+                   f"unfiltered top-{k} retrieval{listed}")
+    report.finding(f"heading queries find their own file in {sum(len(c.heading_hits) for c in files)} of "
+                   f"{sum(len(c.heading_queries) for c in files)} cases (mean per-file hit rate {mean_hit:.2f}); "
+                   f"{weak} files below 1.0")
+    report.finding(f"{independent} of {len(files)} files are also reached by a query not taken from their own "
+                   f"headings (another file's heading or a golden query)")
+    if files:  # the file whose own headings most often miss it
+        least = min(files, key=lambda c: (c.heading_hit_rate, c.path))
+        report.finding(f"lowest heading hit rate: {least.path} ({least.hits_of_queries})")
+    report.finding(f"{primary.query_text!r}: {lands.share:.0%} of the top {k} from {primary_prefix}")
+    for name, value in (("source_files", len(files)), ("chunks", sum(c.chunks for c in files)),
+                        ("queries", len(study.queries)), ("reachable_files", reachable),
+                        ("reachable_share", study.reachable_share), ("unreachable_files", unreachable),
+                        ("mean_heading_hit_rate", mean_hit), ("files_reached_by_other_queries", independent),
+                        ("missed_heading_queries", missed), ("primary_share", lands.share)):
+        report.metric(name, value)
+    return lands

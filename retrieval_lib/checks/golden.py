@@ -53,7 +53,8 @@ if TYPE_CHECKING:
 
 __all__ = ["GoldenQuery", "NegativeQuery", "GoldenSet", "QueryOutcome", "ValidationReport",
            "load_golden_set", "evaluate_golden", "matches", "url_matches", "relevant_pages", "trec_qrels",
-           "record", "golden_set_frame", "outcomes_frame", "ir_frame", "report_frame", "NO_RELEVANT_PAGE"]
+           "record", "golden_set_frame", "outcomes_frame", "ir_frame", "report_frame", "scores_figure",
+           "NO_RELEVANT_PAGE"]
 
 #: The stand-in page a query with no relevant page gets in the qrels: trec_eval skips a query without
 #: relevant documents, which would lift the means; with it, such a query scores 0.
@@ -336,3 +337,19 @@ def report_frame(validation: ValidationReport):
               "vector_count": validation.vector_count,
               "metadata_completeness": round(validation.metadata_completeness, 2)}
     return pd.DataFrame({"field": list(values), "value": [str(x) for x in values.values()]})
+
+
+def scores_figure(validation: ValidationReport):
+    """Top: each golden and extra query's best relevant score (0 when no expected page made the top k) against
+    its ``min_score``; bottom: each negative's top score against its ``max_score``. Green passes."""
+    from ..plots import BarPanel, threshold_bars
+
+    positive = validation.of_kind("golden") + validation.of_kind("extra")
+    negative = validation.of_kind("negative")
+    return threshold_bars([
+        BarPanel("golden / extra: best relevant score",
+                 [f"{o.query} (extra)" if o.kind == "extra" else o.query for o in positive],
+                 [o.best_relevant_score or 0.0 for o in positive], [o.threshold or 0.0 for o in positive],
+                 [o.passed for o in positive], "min_score"),
+        BarPanel("negatives: top score", [o.query for o in negative], [o.top_score or 0.0 for o in negative],
+                 [o.threshold or 0.0 for o in negative], [o.passed for o in negative], "max_score")])

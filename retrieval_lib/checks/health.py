@@ -29,7 +29,7 @@ if TYPE_CHECKING:
 
 __all__ = ["PayloadScan", "scan_payloads", "collection_warnings", "record", "record_completeness",
            "stats_frame", "completeness_frame", "per_file_frame", "duplicates_frame", "models_frame",
-           "STATS_SHOWN"]
+           "completeness_figure", "per_file_figure", "STATS_SHOWN"]
 
 #: The CollectionStats fields notebook 07 shows (stable from run to run, unlike the on-disk size).
 STATS_SHOWN: tuple[str, ...] = ("vector_count", "points_count", "dimensions", "distance", "index_status",
@@ -268,3 +268,25 @@ def models_frame(scan: PayloadScan, expected_model: str):
 
     return pd.DataFrame([{"model_version": m, "points": n, "matches_configured_model": m == expected_model}
                          for m, n in sorted(scan.model_versions.items())])
+
+
+# --------------------------------------------------------------------------- figures
+def completeness_figure(scan: PayloadScan, minimum: float):
+    """% of points carrying each payload field, green at or above ``minimum`` (marked), red below."""
+    from ..plots import horizontal_bars
+
+    fields = scan.field_completeness()
+    return horizontal_bars(list(fields), list(fields.values()),
+                           colours=["tab:green" if v >= minimum else "tab:red" for v in fields.values()],
+                           xlim=(0, 105), reference=minimum, reference_label=f"min_metadata_completeness {minimum:g}%",
+                           xlabel=f"% of the {scan.points} points carrying the field",
+                           title="payload completeness per field", label_size=10)
+
+
+def per_file_figure(scan: PayloadScan):
+    """Points (chunks) per source file, one bar each."""
+    from ..plots import horizontal_bars
+
+    files = scan.points_per_file
+    return horizontal_bars(list(files), list(files.values()), xlabel="points (chunks)",
+                           title=f"points per source file ({scan.points} points, {len(files)} files)")

@@ -24,18 +24,16 @@ from collections import Counter
 from collections.abc import Iterable, Mapping, Sequence
 from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Protocol
+from typing import Any
 
 from ..errors import ValidationError
+from ..report import NotebookReport
 from ..search import SCORE_TOLERANCE, Retriever, same_ranking
 from ..store import VectorStore
 
-if TYPE_CHECKING:
-    from ..report import NotebookReport
-
 __all__ = ["TimedSearch", "ConcurrentRun", "Warmup", "TIMING_FIELDS", "percentile", "latency_percentiles",
            "time_searches", "reference_rankings", "unstable_queries", "run_concurrent", "warm_up", "backend_note",
-           "percentiles_frame", "timing_series", "record"]
+           "percentiles_frame", "figure", "record"]
 
 #: The per-call timings :func:`time_searches` records, in milliseconds.
 TIMING_FIELDS: tuple[str, ...] = ("embed_ms", "search_ms", "execution_time_ms", "call_ms")
@@ -56,9 +54,6 @@ def percentile(values: Iterable[float], q: float) -> float:
     Args:
         values: the observations (e.g. latencies in ms); at least one.
         q: the percentile, from 0 to 100.
-
-    Returns:
-        The percentile as a float.
 
     Raises:
         ValidationError: no values, a value that is not a finite number, or
@@ -213,10 +208,8 @@ class ConcurrentRun:
                  f"{self.errors} errors, {self.timed_out} timed out",
                  f"{self.compared} answers compared with the sequential ranking; rankings identical: "
                  f"{self.rankings_identical}"]
-        if self.error_types:
-            lines.append(f"errors by type: {self.error_types}")
-        if self.mismatched:
-            lines.append(f"queries whose ranking differed: {self.mismatched}")
+        lines += [f"errors by type: {self.error_types}"] if self.error_types else []
+        lines += [f"queries whose ranking differed: {self.mismatched}"] if self.mismatched else []
         return "\n".join(lines)
 
 
@@ -241,10 +234,7 @@ def run_concurrent(retriever: Retriever, queries: Sequence[str], n: int, concurr
             completed answer is compared with :func:`same_ranking`.
         timeout_s: the wall-clock limit, > 0.
         top_k: results per query (use the reference's top_k).
-        score_tol: passed to :func:`same_ranking`.
-
-    Returns:
-        A :class:`ConcurrentRun`.
+        score_tol: passed to :func:`same_ranking` (and kept on the :class:`ConcurrentRun`).
 
     Raises:
         ValidationError: no queries, ``n`` or ``concurrency`` < 1,
@@ -278,8 +268,7 @@ def run_concurrent(retriever: Retriever, queries: Sequence[str], n: int, concurr
     finally:
         pool.shutdown(wait=False, cancel_futures=True)
 
-    completed = errors = compared = 0
-    timed_out = 0
+    completed = errors = compared = timed_out = 0
     errors_by_type: Counter[str] = Counter()
     mismatched: list[str] = []
     call_ms: list[float] = []
@@ -306,24 +295,18 @@ def run_concurrent(retriever: Retriever, queries: Sequence[str], n: int, concurr
 
 
 # --------------------------------------------------------------------------- notebook 06
-class _HasRetriever(Protocol):
-    @property
-    def retriever(self) -> Retriever: ...
-
-
 @dataclass(frozen=True)
 class Warmup:
-    """One-off costs, excluded from the latency figures: opening the retriever, and its first search."""
+    """One-off costs kept out of the figures: ``setup_ms`` opening store and model, ``warmup_ms`` the first search."""
 
     setup_ms: float
     warmup_ms: float
 
 
-def warm_up(run: _HasRetriever, query: str, *, top_k: int = 5) -> Warmup:
-    """Open ``run.retriever`` (store and model) and make its first search, timing each.
+def warm_up(run: Any, query: str, *, top_k: int = 5) -> Warmup:
+    """Open ``run.retriever`` (a :class:`~retrieval_lib.report.NotebookRun` opens it on first use) and search once.
 
-    ``setup_ms`` is near 0 when the retriever was already open. The first search
-    also checks the collection against the embedder, once per retriever.
+    The first search also checks the collection against the embedder; ``setup_ms`` is ~0 if already open.
     """
     t0 = time.perf_counter()
     retriever = run.retriever
@@ -345,48 +328,43 @@ def percentiles_frame(samples: Sequence[TimedSearch], *, decimals: int = 3):
     """One row per timing field: p50, p95, p99 (:func:`latency_percentiles`) and max, in ms, rounded."""
     import pandas as pd
 
-    rows = [{"timing": f, **v, "max": max(getattr(s, f) for s in samples)}
-            for f, v in latency_percentiles(samples).items()]
-    return pd.DataFrame(rows).round(decimals)
+    return pd.DataFrame([{"timing": f, **v, "max": max(getattr(s, f) for s in samples)}
+                         for f, v in latency_percentiles(samples).items()]).round(decimals)
 
 
-def timing_series(samples: Sequence[TimedSearch], concurrent: ConcurrentRun | None = None) -> dict[str, list[float]]:
-    """Per-call ms by label, for a distribution plot: embedding, search, whole call, and under concurrency."""
+def figure(samples: Sequence[TimedSearch], concurrent: ConcurrentRun, p95_target_ms: float):
+    """Per-call embedding, search and whole-call ms (and under concurrency), and whole-call percentiles vs target."""
+    from ..plots import latency_boxes
+
     series = {"embed_ms": [s.embed_ms for s in samples], "search_ms": [s.search_ms for s in samples],
-              "call_ms\n(one at a time)": [s.call_ms for s in samples]}
-    if concurrent is not None and concurrent.call_ms:
-        series[f"call_ms\n({concurrent.concurrency} threads)"] = list(concurrent.call_ms)
-    return series
+              "call_ms\n(one at a time)": [s.call_ms for s in samples],
+              f"call_ms\n({concurrent.concurrency} threads)": list(concurrent.call_ms)}
+    return latency_boxes(series, latency_percentiles(samples, ["call_ms"])["call_ms"], target=p95_target_ms,
+                         target_label="p95 target",
+                         title=f"latency per call ({len(samples)} sequential calls, {concurrent.completed} concurrent)")
 
 
 def record(report: NotebookReport, samples: Sequence[TimedSearch], concurrent: ConcurrentRun, warmup: Warmup, *,
            p95_target_ms: float, note: str) -> str:
     """Record notebook 06's gates, findings and metrics; return its machine-independent verdict lines.
 
-    Gates: the sequential whole-call p95 (``call_ms``) <= ``p95_target_ms``; the
-    concurrent run completed everything without errors or timeouts; every
-    concurrent answer matched its sequential ranking (within the run's
-    ``score_tol``). The findings carry the timings; the returned text carries
-    only verdicts, so a notebook can show it where outputs are compared.
+    Gates: sequential whole-call p95 (``call_ms``) <= ``p95_target_ms``; the concurrent run
+    completed everything without errors or timeouts; every concurrent answer matched its
+    sequential ranking (within the run's ``score_tol``). Findings carry the timings, the
+    returned text only verdicts (for a cell whose output is compared).
 
     Raises:
         ValidationError: no samples, or ``p95_target_ms`` not > 0.
     """
-    if not samples:
-        raise ValidationError("record needs at least one timed search", field="samples")
     if isinstance(p95_target_ms, bool) or not isinstance(p95_target_ms, (int, float)) or not p95_target_ms > 0:
         raise ValidationError(f"p95_target_ms must be > 0 (got {p95_target_ms!r})", field="p95_target_ms")
-    c, n = concurrent, len(samples)
-    pcts = latency_percentiles(samples)
+    c, n, pcts = concurrent, len(samples), latency_percentiles(samples)
     p = pcts["call_ms"]
     p95_ok = p["p95"] <= p95_target_ms
     unstable = unstable_queries(samples, score_tol=c.score_tol)
-    seq_qps = n / (sum(s.call_ms for s in samples) / 1000)
+    seq_qps = n * 1000 / sum(s.call_ms for s in samples)
     under_2s = 100.0 * sum(s.call_ms < 2000 for s in samples) / n
-    total_ms = sum(s.execution_time_ms for s in samples)
-    embed_share = 100.0 * sum(s.embed_ms for s in samples) / total_ms if total_ms else 0.0
-    clean = c.errors == 0 and c.timed_out == 0 and c.completed == c.submitted
-
+    embed_share = 100.0 * sum(s.embed_ms for s in samples) / (sum(s.execution_time_ms for s in samples) or 1.0)
     report.finding(f"one at a time ({n} calls): call_ms p50 {p['p50']:.1f} ms, p95 {p['p95']:.1f} ms, "
                    f"p99 {p['p99']:.1f} ms; p95 {'within' if p95_ok else 'ABOVE'} the {p95_target_ms} ms target "
                    f"(seed 001); {under_2s:.1f}% of calls under 2 s (seed 000 SC-002 asks 95%)")
@@ -398,31 +376,29 @@ def record(report: NotebookReport, samples: Sequence[TimedSearch], concurrent: C
     report.finding(f"excluded one-off costs: store open + model load {warmup.setup_ms:.0f} ms, "
                    f"first search {warmup.warmup_ms:.0f} ms")
     report.finding(note)
-
-    report.gate(f"p95 latency <= {p95_target_ms} ms", p95_ok, value=p["p95"], threshold=p95_target_ms,
-                detail=f"whole-call p95 {p['p95']:.1f} ms over {n} sequential calls")
-    report.gate("concurrent run has zero errors", clean, value=c.errors + c.timed_out, threshold=0,
-                detail=f"{c.completed}/{c.submitted} completed, {c.errors} errors, {c.timed_out} timed out "
-                       f"({c.concurrency} threads, limit {c.timeout_s:g} s)")
-    report.gate("concurrent rankings identical to sequential", c.rankings_identical, value=len(c.mismatched),
-                threshold=0, detail=f"{c.compared} answers compared (ids, order, scores within {c.score_tol:g}); "
-                                    f"differing: {', '.join(c.mismatched) or 'none'}")
-
-    metrics: dict[str, object] = {
-        "setup_ms": warmup.setup_ms, "warmup_ms": warmup.warmup_ms, "sequential_calls": n,
-        "sequential_throughput_qps": seq_qps, "under_2s_pct": under_2s, "concurrent_wall_s": c.wall_s,
-        "concurrent_throughput_qps": c.throughput_qps}
-    metrics |= {f"{f}_{q}": v for f, values in pcts.items() for q, v in values.items()}
-    metrics |= {f"concurrent_call_ms_{q}": v for q, v in c.call_percentiles().items()}
-    metrics |= {"p95_target_ms": p95_target_ms, "concurrent_submitted": c.submitted,
-                "concurrent_completed": c.completed, "concurrent_errors": c.errors,
-                "concurrent_timed_out": c.timed_out, "concurrency": c.concurrency,
-                "rankings_identical": c.rankings_identical, "rankings_stable_across_rounds": not unstable}
+    gates = [
+        report.gate(f"p95 latency <= {p95_target_ms} ms", p95_ok, value=p["p95"], threshold=p95_target_ms,
+                    detail=f"whole-call p95 {p['p95']:.1f} ms over {n} sequential calls"),
+        report.gate("concurrent run has zero errors", c.errors == c.timed_out == 0 and c.completed == c.submitted,
+                    value=c.errors + c.timed_out, threshold=0,
+                    detail=f"{c.completed}/{c.submitted} completed, {c.errors} errors, {c.timed_out} timed out "
+                           f"({c.concurrency} threads, limit {c.timeout_s:g} s)"),
+        report.gate("concurrent rankings identical to sequential", c.rankings_identical, value=len(c.mismatched),
+                    threshold=0, detail=f"{c.compared} answers compared (ids, order, scores within {c.score_tol:g}); "
+                                        f"differing: {', '.join(c.mismatched) or 'none'}")]
+    metrics = {"setup_ms": warmup.setup_ms, "warmup_ms": warmup.warmup_ms, "sequential_calls": n,
+               "sequential_throughput_qps": seq_qps, "under_2s_pct": under_2s, "concurrent_wall_s": c.wall_s,
+               "concurrent_throughput_qps": c.throughput_qps,
+               **{f"{f}_{q}": v for f, values in pcts.items() for q, v in values.items()},
+               **{f"concurrent_call_ms_{q}": v for q, v in c.call_percentiles().items()},
+               "p95_target_ms": p95_target_ms, "concurrent_submitted": c.submitted,
+               "concurrent_completed": c.completed, "concurrent_errors": c.errors, "concurrent_timed_out": c.timed_out,
+               "concurrency": c.concurrency, "rankings_identical": c.rankings_identical,
+               "rankings_stable_across_rounds": not unstable}
     for name, value in metrics.items():
         report.metric(name, value)
-    rounds = max(s.round for s in samples)
     return "\n".join([f"p95 within target: {p95_ok}",
                       f"{c.submitted} concurrent queries, {c.errors + c.timed_out} errors, "
                       f"rankings identical: {c.rankings_identical}",
-                      f"rankings identical across {rounds} sequential rounds: {not unstable}",
-                      *(f"[{'PASS' if g.passed else 'FAIL'}] {g.name}" for g in report.gates[-3:])])
+                      f"rankings identical across {max(s.round for s in samples)} sequential rounds: {not unstable}",
+                      *(f"[{'PASS' if g.passed else 'FAIL'}] {g.name}" for g in gates)])

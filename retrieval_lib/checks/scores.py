@@ -14,6 +14,8 @@ similarity threshold should sit:
 - :func:`recommend_threshold`: the midpoint of the gap between the sets, if there is one,
 - :func:`judge_threshold`: which queries a given threshold keeps and rejects.
 
+A notebook runs both sets with :func:`measure` and lets :func:`record` write the gates.
+
 A query with no result at all (possible only with a threshold or a filter)
 has a top-1 of NaN: it keeps nothing at any threshold.
 """
@@ -23,13 +25,15 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
+from typing import Any
 
+from ..errors import ValidationError
 from ..models import SearchResponse
 
 __all__ = [
     "score_frame", "top1_scores", "clip_counts", "ClipCounts", "separation", "thresholds_grid",
     "threshold_tradeoff", "ThresholdGap", "recommend_threshold", "ThresholdVerdict", "judge_threshold",
-    "top1_summary",
+    "top1_summary", "ScoreStudy", "measure", "per_query_frame", "histogram_figure", "tradeoff_figure", "record",
 ]
 
 
@@ -103,17 +107,22 @@ def separation(in_top1: Sequence[float], ood_top1: Sequence[float]) -> float:
     nothing is as bad as can be; an OOD query that finds nothing is rejected).
 
     Raises:
-        ValueError: either set is empty.
+        ValidationError: either set is empty (``field`` names it).
     """
     if not in_top1 or not ood_top1:
-        raise ValueError("separation needs at least one in-domain and one out-of-domain score")
+        raise ValidationError("separation needs at least one in-domain and one out-of-domain score",
+                              field="in_top1" if not in_top1 else "ood_top1")
     return min(_finite(in_top1, 0.0)) - max(_finite(ood_top1, 0.0))
 
 
 def thresholds_grid(start: float = 0.0, stop: float = 1.0, step: float = 0.05) -> list[float]:
-    """Thresholds ``start, start + step, ... stop`` (inclusive), rounded to avoid 0.15000000000000002."""
+    """Thresholds ``start, start + step, ... stop`` (inclusive), rounded to avoid 0.15000000000000002.
+
+    Raises:
+        ValidationError: ``step`` is not positive.
+    """
     if step <= 0:
-        raise ValueError("step must be positive")
+        raise ValidationError(f"step must be positive (got {step})", field="step")
     n = int(math.floor((stop - start) / step + 1e-9))
     return [round(start + i * step, 10) for i in range(n + 1)]
 
@@ -174,6 +183,14 @@ class ThresholdGap:
     def has_gap(self) -> bool:
         return self.recommended is not None
 
+    def describe(self) -> str:
+        """The gap in one sentence (scores to 3 decimals)."""
+        if self.recommended is not None:
+            return (f"gap from {self.highest_ood:.3f} (highest OOD top-1) to {self.lowest_in_domain:.3f} (lowest "
+                    f"in-domain top-1), width {self.width:.3f}: recommended threshold {self.recommended:.3f}")
+        return (f"no gap: the highest OOD top-1 ({self.highest_ood:.3f}) reaches the lowest in-domain top-1 "
+                f"({self.lowest_in_domain:.3f}); no threshold separates the sets")
+
 
 def recommend_threshold(in_top1: Sequence[float], ood_top1: Sequence[float]) -> ThresholdGap:
     """Recommend ``(max OOD top-1 + min in-domain top-1) / 2`` when the sets do not overlap.
@@ -183,7 +200,7 @@ def recommend_threshold(in_top1: Sequence[float], ood_top1: Sequence[float]) -> 
     ``recommended`` is None.
 
     Raises:
-        ValueError: either set is empty.
+        ValidationError: either set is empty.
     """
     width = separation(in_top1, ood_top1)
     high_ood = max(_finite(ood_top1, 0.0))
@@ -236,3 +253,143 @@ def top1_summary(sets: Mapping[str, Sequence[float]], *, decimals: int = 3):
                      "median_top1": round(float(np.median(arr)), decimals) if arr.size else math.nan,
                      "max_top1": round(float(arr.max()), decimals) if arr.size else math.nan})
     return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class ScoreStudy:
+    """Both query sets, run through one retriever without a threshold.
+
+    Attributes:
+        in_domain, out_of_domain: one response per query of each set, in the set's order.
+        top_k: results asked per query.
+    """
+
+    in_domain: list[SearchResponse]
+    out_of_domain: list[SearchResponse]
+    top_k: int
+
+    @property
+    def in_top1(self) -> list[float]:
+        return top1_scores(self.in_domain)
+
+    @property
+    def ood_top1(self) -> list[float]:
+        return top1_scores(self.out_of_domain)
+
+    @property
+    def gap(self) -> ThresholdGap:
+        """:func:`recommend_threshold` of the two sets' top-1 scores."""
+        return recommend_threshold(self.in_top1, self.ood_top1)
+
+    def frame(self, *, decimals: int = 4):
+        """:func:`score_frame` of both sets (labels ``in_domain`` and ``out_of_domain``)."""
+        return score_frame({"in_domain": self.in_domain, "out_of_domain": self.out_of_domain}, decimals=decimals)
+
+
+def measure(retriever: Any, in_domain: Sequence[str], out_of_domain: Sequence[str], *, top_k: int) -> ScoreStudy:
+    """Run both query sets with no threshold, so every query gets its ``top_k`` best chunks.
+
+    Args:
+        retriever: a :class:`~retrieval_lib.search.Retriever`.
+        in_domain, out_of_domain: the queries of each set.
+        top_k: results per query.
+
+    Raises:
+        ValidationError: either set is empty. Anything :meth:`Retriever.search_many` raises.
+    """
+    for name, queries in (("in_domain", in_domain), ("out_of_domain", out_of_domain)):
+        if not queries:
+            raise ValidationError(f"the {name} query set is empty: the score study needs both sets", field=name)
+    return ScoreStudy(in_domain=retriever.search_many(list(in_domain), top_k=top_k),
+                      out_of_domain=retriever.search_many(list(out_of_domain), top_k=top_k), top_k=top_k)
+
+
+def _every_score(responses: Sequence[SearchResponse]) -> list[float]:
+    return [r.similarity_score for response in responses for r in response.results]
+
+
+def per_query_frame(study: ScoreStudy, *, decimals: int = 3):
+    """One row per query: set, query, top-1 score (rounded) and its source file; best first within each set."""
+    import pandas as pd
+
+    rows = [{"set": label, "query": r.query_text,
+             "top1": round(r.results[0].similarity_score, decimals) if r.results else math.nan,
+             "top1_source": r.results[0].source_file if r.results else None}
+            for label, responses in (("in_domain", study.in_domain), ("out_of_domain", study.out_of_domain))
+            for r in responses]
+    frame = pd.DataFrame(rows, columns=["set", "query", "top1", "top1_source"])
+    return frame.sort_values(["set", "top1"], ascending=[True, False], kind="stable").reset_index(drop=True)
+
+
+def histogram_figure(study: ScoreStudy, score_threshold: float):
+    """Left: each query's top-1 score per set; right: every top-k score per set; the threshold marked."""
+    from ..plots import score_histograms
+
+    return score_histograms(
+        [("top-1 score per query", {"in-domain": study.in_top1, "out-of-domain": study.ood_top1}),
+         (f"all top-{study.top_k} scores", {"in-domain": _every_score(study.in_domain),
+                                            "out-of-domain": _every_score(study.out_of_domain)})],
+        threshold=score_threshold, threshold_label="score_threshold")
+
+
+def tradeoff_figure(study: ScoreStudy, score_threshold: float):
+    """:func:`threshold_tradeoff` as two curves, with the threshold, the gap and the recommendation marked."""
+    from ..plots import share_curves
+
+    table, gap = threshold_tradeoff(study.in_top1, study.ood_top1), study.gap
+    return share_curves(
+        table["threshold"], {"in-domain kept": table["in_domain_kept"], "out-of-domain kept": table["ood_kept"]},
+        threshold=score_threshold, threshold_label="score_threshold",
+        band=(gap.highest_ood, gap.lowest_in_domain) if gap.has_gap else None, band_label="gap between the sets",
+        marker=gap.recommended, title="Share of queries that still get a result, per threshold",
+        xlabel="similarity threshold", ylabel="share of queries with ≥ 1 result")
+
+
+def record(report: Any, study: ScoreStudy, *, score_threshold: float, min_separation: float) -> ThresholdVerdict:
+    """Record notebook 02's gates, findings and metrics on ``report`` (a NotebookReport).
+
+    Gates: every similarity score within [0, 1] (:func:`clip_counts`, seed 000 SC-008);
+    ``separation >= min_separation``; ``score_threshold`` keeps every in-domain query and
+    rejects every OOD one (:func:`judge_threshold`). Returns that verdict.
+    """
+    import numpy as np
+
+    in_top1, ood_top1, gap = study.in_top1, study.ood_top1, study.gap
+    clips = clip_counts(study.in_domain + study.out_of_domain)
+    verdict = judge_threshold(study.in_domain, study.out_of_domain, score_threshold)
+    report.gate("similarity scores within [0, 1]", clips.out_of_range == 0 and clips.scores > 0,
+                value=clips.out_of_range, threshold=0,
+                detail=f"{clips.scores} scores, {clips.out_of_range} outside [0, 1]; {clips.negative} raw cosine "
+                       f"scores were negative and clipped to 0, {clips.above_one} above 1 clipped to 1 "
+                       f"(lowest raw score {clips.min_raw:.3f})")
+    report.gate("in-domain and out-of-domain separate by score", gap.width >= min_separation,
+                value=round(gap.width, 4), threshold=min_separation,
+                detail=f"min in-domain top-1 {gap.lowest_in_domain:.3f} - max OOD top-1 {gap.highest_ood:.3f} "
+                       f"= {gap.width:.3f}")
+    lost = ", ".join(repr(q) for q in verdict.in_domain_lost) or "none"
+    admitted = ", ".join(repr(q) for q in verdict.ood_admitted) or "none"
+    report.gate(f"threshold {score_threshold:g} keeps every in-domain query and rejects every OOD query",
+                verdict.passed, value=score_threshold, threshold=score_threshold,
+                detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}")
+
+    median, highest = float(np.nanmedian(in_top1)), float(np.nanmax(in_top1))
+    in_kept, ood_kept = sum(s >= score_threshold for s in in_top1), sum(s >= score_threshold for s in ood_top1)
+    in_scores = _every_score(study.in_domain)
+    report.finding(f"in-domain top-1 scores run from {gap.lowest_in_domain:.3f} to {highest:.3f} (median "
+                   f"{median:.3f}); out-of-domain top-1 scores reach at most {gap.highest_ood:.3f}")
+    report.finding(f"at score_threshold {score_threshold:g}, {in_kept}/{len(in_top1)} in-domain and "
+                   f"{ood_kept}/{len(ood_top1)} out-of-domain queries keep at least one result")
+    report.finding(f"recommended threshold {gap.recommended:.3f} (midpoint of the {gap.width:.3f}-wide gap)"
+                   if gap.recommended is not None
+                   else f"no threshold separates the sets: they overlap by {-gap.width:.3f}")
+    report.finding(f"{sum(s < score_threshold for s in in_scores)} of {len(in_scores)} in-domain top-{study.top_k} "
+                   f"results score below {score_threshold:g}: at that threshold those queries keep fewer than "
+                   f"{study.top_k} chunks")
+    report.finding(f"{clips.negative} of {clips.scores} raw cosine scores were negative (clipped to 0)")
+    for name, value in (("in_domain_queries", len(in_top1)), ("ood_queries", len(ood_top1)),
+                        ("in_domain_top1_min", gap.lowest_in_domain), ("in_domain_top1_median", median),
+                        ("in_domain_top1_max", highest), ("ood_top1_max", gap.highest_ood),
+                        ("separation", gap.width), ("recommended_threshold", gap.recommended),
+                        ("negative_raw_scores", clips.negative), ("scores_checked", clips.scores)):
+        report.metric(name, value)
+    return verdict

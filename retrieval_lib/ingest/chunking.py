@@ -87,7 +87,7 @@ def _check_sizes(max_tokens: int, overlap_tokens: int) -> None:
     """Raise if the window sizes are unusable."""
     for name, value in (("max_tokens", max_tokens), ("overlap_tokens", overlap_tokens)):
         if isinstance(value, bool) or not isinstance(value, int):
-            raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+            raise ValidationError(f"{name} must be a whole number, got {type(value).__name__}", field=name)
     if max_tokens < _MIN_MAX_TOKENS:
         raise ValidationError(f"max_tokens must be >= {_MIN_MAX_TOKENS}, got {max_tokens}", field="max_tokens")
     if overlap_tokens < 0:
@@ -129,9 +129,8 @@ def chunk_markdown(
         Chunks in document order; empty when the body has no text.
 
     Raises:
-        ValidationError: ``max_tokens`` < 20, ``overlap_tokens`` < 0 or
+        ValidationError: a size is not a whole number, ``max_tokens`` < 20, ``overlap_tokens`` < 0 or
             ``overlap_tokens`` >= ``max_tokens`` (``field`` names the size).
-        TypeError: A size is not an int.
     """
     _check_sizes(max_tokens, overlap_tokens)
     sections = split_sections(normalize_newlines(body), title)

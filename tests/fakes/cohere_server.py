@@ -77,7 +77,8 @@ Timeouts
 Proxies
     The SDK's default httpx client re-creates the environment's
     HTTP(S)_PROXY/ALL_PROXY mounts (honouring NO_PROXY). Tests clear those so
-    127.0.0.1 is reached directly.
+    127.0.0.1 is reached directly (``tests/fakes/proxies.py``: the ``no_proxies``
+    fixture in process, ``direct_env`` for a child process).
 
 Behaviours (one consumed per request, in order; when the script is empty a
 request gets ``"ok"``; :meth:`FakeCohere.always` overrides both):
@@ -307,7 +308,8 @@ class _Handler(BaseHTTPRequestHandler):
             self._send_json(400, {"id": str(uuid.uuid4()), "message": "invalid request: input_type is required"})
             return
         if texts is None:
-            self._send_json(400, {"id": str(uuid.uuid4()), "message": "invalid request: texts must be a non-empty list of strings"})
+            self._send_json(400, {"id": str(uuid.uuid4()),
+                                  "message": "invalid request: texts must be a non-empty list of strings"})
             return
 
         dim = fake.dim

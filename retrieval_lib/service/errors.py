@@ -1,0 +1,94 @@
+"""The service's error contract: the exception tree mapped onto HTTP statuses, one body for all.
+
+Every error answer, whatever raised it, is::
+
+    {"error": {"type": "<exception class name>", "message": "<what went wrong, what to do>", "status": N}}
+
+========================================================  ======
+what                                                      status
+========================================================  ======
+:class:`~retrieval_lib.errors.ValidationError` (bad query, ``top_k``, threshold, JSON, field types,
+unknown fields)                                                400
+:class:`RequestTooLargeError` (body over the size limit, refused before parsing)   413
+:class:`~retrieval_lib.errors.EmbeddingError` and subclasses (Cohere 5xx, timeout,
+rate limit after the bounded retries, refused key, bad response)                502
+:class:`~retrieval_lib.errors.VectorStoreError`, :class:`DatabaseUnavailableError`,
+:class:`~retrieval_lib.errors.CollectionNotFoundError`, ``ModelMismatchError``,
+``ConfigurationError`` (the service cannot serve with what it was given)        503
+anything else: a bug                                                            500
+========================================================  ======
+
+A 500 keeps the schema and says only "internal error" with the request id:
+no traceback and no exception text (which could hold a secret) leave the process.
+"""
+
+from __future__ import annotations
+
+from typing import Any, ClassVar
+
+from ..errors import (
+    CollectionNotFoundError,
+    ConfigurationError,
+    EmbeddingError,
+    ModelMismatchError,
+    RetrievalError,
+    ValidationError,
+    VectorStoreError,
+)
+
+__all__ = ["RequestTooLargeError", "DatabaseUnavailableError", "status_for", "error_body", "INTERNAL_ERROR"]
+
+#: The ``type`` of an unexpected failure (a bug).
+INTERNAL_ERROR = "InternalError"
+
+
+class RequestTooLargeError(ValidationError):
+    """A request body over the service's size limit, refused before it is parsed.
+
+    Attributes:
+        limit: the largest body accepted, in bytes.
+        field: ``"body"``.
+    """
+
+    field_names: ClassVar[tuple[str, ...]] = ("field", "limit")
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message, field="body")
+        self.limit = limit
+
+
+class DatabaseUnavailableError(RetrievalError):
+    """The metadata database cannot be reached or answered with an error.
+
+    Attributes:
+        location: the database URL without credentials, or the SQLite file.
+    """
+
+    exit_code = 3
+    field_names: ClassVar[tuple[str, ...]] = ("location",)
+
+    def __init__(self, message: str, *, location: str) -> None:
+        super().__init__(message)
+        self.location = location
+
+
+_UNAVAILABLE = (VectorStoreError, DatabaseUnavailableError, CollectionNotFoundError, ModelMismatchError,
+                ConfigurationError)
+
+
+def status_for(err: BaseException) -> int:
+    """The HTTP status for an exception (see the module table)."""
+    if isinstance(err, RequestTooLargeError):
+        return 413
+    if isinstance(err, ValidationError):
+        return 400
+    if isinstance(err, EmbeddingError):
+        return 502
+    if isinstance(err, _UNAVAILABLE):
+        return 503
+    return 500
+
+
+def error_body(kind: str, message: str, status: int) -> dict[str, Any]:
+    """The one error body: ``{"error": {"type", "message", "status"}}``."""
+    return {"error": {"type": kind, "message": message, "status": status}}

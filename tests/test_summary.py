@@ -1,0 +1,121 @@
+"""What a finished run tells a person: the verdict line, failed gates with hints, the report's header facts."""
+
+from __future__ import annotations
+
+import math
+
+import pytest
+
+from retrieval_lib.index_page import render_index
+from retrieval_lib.summary import format_value, gate_hint, rule_text, terminal_lines, verdict
+
+
+def gate(name, passed, value=None, threshold=None, *, notebook="02_score_distributions", **extra):
+    return {"notebook": notebook, "name": name, "passed": passed, "value": value, "threshold": threshold,
+            "detail": extra.pop("detail", ""), "rule": extra.pop("rule", ""), "unit": extra.pop("unit", ""),
+            "parameter": extra.pop("parameter", None), "hint": extra.pop("hint", None)}
+
+
+def summary(gates, outcomes=None, **extra):
+    base = {
+        "status": "complete", "profile": "demo", "params_file": "/p/params/demo.yaml",
+        "started": "2026-11-23T07:00:00+00:00", "duration_s": 68.0,
+        "notebooks": ["02_score_distributions", "05_golden_set"],
+        "notebooks_available": ["01_query", "02_score_distributions", "05_golden_set"],
+        "notebooks_not_run": ["01_query"], "version": "retrieval-lib 0.1.0 (git abc1234)",
+        "validated": {"collection": "physicalai", "location": "/p/.qdrant", "store": "embedded",
+                      "provider": "local", "model": "all-MiniLM-L6-v2", "dimension": 384},
+        "gates": gates,
+        "outcomes": outcomes if outcomes is not None else [
+            {"notebook": "02_score_distributions", "status": "failed" if any(not g["passed"] for g in gates)
+             else "passed", "seconds": 12.0, "title": "Where should the threshold sit?", "error": None,
+             "metrics": {"top1_min": 0.41603, "rejected": [], "sizes": 2408448}, "units": {"sizes": "bytes"},
+             "findings": ["a finding"],
+             "figures": [], "tables": []},
+            {"notebook": "05_golden_set", "status": "passed", "seconds": 9.0, "title": "Golden", "error": None,
+             "metrics": {}, "findings": [], "figures": [], "tables": []},
+        ],
+    }
+    base.update(extra)
+    return base
+
+
+FAILING = [
+    gate("threshold 0.5 keeps every in-domain query", False, 0.416, 0.5, rule=">=", parameter="score_threshold",
+         detail="3 in-domain queries fall below 0.5 (lowest 0.416)"),
+    gate("at least 4 golden queries pass", False, 0, 4, rule=">=", unit="queries", notebook="05_golden_set",
+         parameter="golden_set", detail="0 < 4"),
+    gate("scores in [0, 1]", True, 1.0, 1.0, rule="=="),
+]
+
+
+def test_the_verdict_line_counts_failed_gates_and_says_what_was_validated():
+    lines = terminal_lines(summary(FAILING))
+    assert lines[0] == ("FAILED 2 of 3 gates failed · 2 notebooks · 1 min 08 s · "
+                        "collection physicalai @ /p/.qdrant (all-MiniLM-L6-v2)")
+    assert "  02 threshold 0.5 keeps every in-domain query: 3 in-domain queries fall below 0.5 (lowest 0.416)" in lines
+    assert "  05 at least 4 golden queries pass: 0 < 4" in lines
+    assert lines[-1] == "  not run: 01_query"
+    assert terminal_lines(summary(FAILING), quiet=True) == lines[:1]
+
+
+def test_passing_errored_and_interrupted_runs_have_their_own_verdict():
+    ok = summary([gate("g", True, 1, 1, rule=">=")])
+    assert terminal_lines(ok)[0].startswith("PASSED all 1 gates · ") and verdict(ok).exit_code == 0
+    outcomes = [{"notebook": "07_collection_health", "status": "error", "seconds": 1.0,
+                 "error": "cell 3: StoreLockedError: the embedded Qdrant folder is in use"}]
+    errored = summary([], outcomes)
+    assert verdict(errored).word == "ERROR" and verdict(errored).exit_code == 2
+    assert "  07_collection_health raised an error: cell 3: StoreLockedError: the embedded Qdrant folder is in use" \
+        in terminal_lines(errored)
+    interrupted = summary([], [], status="interrupted")
+    assert verdict(interrupted).word == "INTERRUPTED" and "results are partial" in verdict(interrupted).sentence
+
+
+@pytest.mark.parametrize("g, expected", [
+    (gate("p95 within target", False, 1800.0, 1500, rule="<=", unit="ms", parameter="latency_p95_target_ms"),
+     "measured 1800 ms where `latency_p95_target_ms` asks for at most 1,500 ms: fix the collection (README, "
+     "\"When a gate fails\"), or, if 1800 ms is acceptable, raise `latency_p95_target_ms` to 1800 in demo.yaml"),
+    (gate("share reachable", False, 0.9667, 1.0, rule=">=", parameter="min_reachable_share"),
+     "measured 0.9667 where `min_reachable_share` asks for at least 1: fix the collection (README, \"When a gate "
+     "fails\"), or, if 0.9667 is acceptable, lower `min_reachable_share` to 0.9667 in demo.yaml"),
+    (gate("dimension matches", False, 1024, 384, rule="==", parameter="expected_dimension"),
+     "measured 1,024 where `expected_dimension` asks for exactly 384: fix the collection (README, \"When a gate "
+     "fails\"), or, if 1,024 is acceptable, set `expected_dimension` to 1,024 in demo.yaml"),
+    (gate("no duplicates", False, 3, 0, rule="<=", parameter=None),
+     "see README, \"When a gate fails\", for what this gate means and what usually causes it"),
+    (gate("golden min_score", False, 0, 4, rule=">=", parameter="golden_set",
+          hint="min_score 0.95 is above every golden hit (highest 0.815): lower `min_score` in your golden set"),
+     "min_score 0.95 is above every golden hit (highest 0.815): lower `min_score` in your golden set"),
+])
+def test_each_kind_of_failed_gate_gets_a_hint_that_says_what_to_change(g, expected):
+    assert gate_hint(g, "demo.yaml") == expected
+
+
+def test_figures_read_as_words_not_python():
+    assert format_value(0.0001) == "0.0001" and format_value(0.41603) == "0.416"
+    assert format_value(2408448, "bytes") == "2.3 MiB" and format_value([]) == "none" and format_value(None) == "none"
+    assert format_value({"all-MiniLM-L6-v2": 462}) == "all-MiniLM-L6-v2: 462" and format_value(True) == "yes"
+    assert format_value(12.5, "ms") == "12.5 ms" and format_value(math.nan) == "not measured"
+    assert rule_text(gate("x", True, 14.2, 1500, rule="<=", unit="ms")) == "14.2 ms ≤ 1,500 ms"
+
+
+def test_the_report_header_names_what_was_validated_and_failures_come_first():
+    page = render_index(summary(FAILING))
+    for fact in ("/p/params/demo.yaml", "physicalai", "/p/.qdrant (embedded)", "local / all-MiniLM-L6-v2 (384 dimensions)",
+                 "2 of 3: 02, 05", "not run:</b> 01_query", "1 min 08 s", "git abc1234"):
+        assert fact in page, fact
+    assert "Needs attention (2)" in page
+    assert page.index("Needs attention") < page.index("<h2>Gates</h2>")
+    rows = page.split("<h2>Gates</h2>")[1]
+    assert rows.index("at least 4 golden") < rows.index("scores in [0, 1]")  # failed rows before passed ones
+    assert "lower `score_threshold` to 0.416" in page.replace("&#x27;", "'").replace("&quot;", '"')
+    assert "2.3 MiB" in page and "{'" not in page and "True" not in page
+
+
+def test_an_errored_notebook_is_said_in_the_header_and_its_card_has_a_title():
+    outcomes = [{"notebook": "03_source_coverage", "status": "error", "seconds": 2.0, "title": "",
+                 "error": "cell 2: ValueError: boom", "metrics": {}, "findings": [], "figures": [], "tables": []}]
+    page = render_index(summary([], outcomes))
+    assert "1 notebook(s) raised an error (03_source_coverage)" in page
+    assert "03_source_coverage raised an error" in page and "stopped before saying what it checks" in page
