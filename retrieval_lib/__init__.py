@@ -10,6 +10,20 @@ The public API, assembled here. The families live in sub-packages:
 See :mod:`retrieval_lib.errors` for the exception tree.
 """
 
+import sys as _sys
+
+try:
+    import dotenv as _dotenv  # noqa: F401 - the first third-party import: is this the project's Python?
+    import pydantic as _pydantic  # noqa: F401
+except ModuleNotFoundError as _missing:  # pragma: no cover - exercised by a subprocess test
+    # ``python3 -m retrieval_lib`` outside the project's virtual environment: one line, not a traceback
+    if _sys.argv[:1] == ["-m"]:
+        _sys.stderr.write(
+            f"error: this Python ({_sys.executable}) lacks the workbook's dependencies ({_missing.name} is "
+            "missing): run `make setup`, then `source .venv/bin/activate` (or use .venv/bin/retrieval-lib)\n")
+        raise SystemExit(2) from None
+    raise
+
 from .config import PROJECT_ROOT, Secret, Settings, load_settings
 from .embedders import CohereEmbedder, Embedder, LocalEmbedder, make_embedder
 from .errors import (

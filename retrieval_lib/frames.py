@@ -4,9 +4,9 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Sequence
 
-from .models import PAYLOAD_FIELDS, SearchResponse
+from .models import PAYLOAD_FIELDS, SearchResponse, SearchResult
 
-__all__ = ["results_frame", "RESULT_COLUMNS"]
+__all__ = ["results_frame", "result_fields", "RESULT_COLUMNS"]
 
 #: The columns a results table shows by default (stable values only, so nbval can compare them).
 RESULT_COLUMNS: tuple[str, ...] = ("query", "rank", "similarity_score", "source_file", "section_title", "chunk_id")
@@ -42,3 +42,24 @@ def results_frame(responses: SearchResponse | Iterable[SearchResponse],
     if columns is None:
         return frame
     return frame.reindex(columns=list(columns))
+
+
+def result_fields(result: SearchResult, *, decimals: int = 3, exclude: Sequence[str] = ("content",)):
+    """One result as a two-column table (``field``, ``value``): its id, payload fields, scores and what is missing.
+
+    Args:
+        result: the result to show.
+        decimals: rounding of the scores (their last digits depend on the CPU; nbval compares what is shown).
+        exclude: fields left out (by default the chunk text, which is long: print it on its own).
+
+    Returns:
+        A pandas DataFrame, one row per field, values as text.
+    """
+    import pandas as pd
+
+    values = result.model_dump(exclude=set(exclude))
+    for name in ("similarity_score", "raw_score"):
+        if name in values:
+            values[name] = round(values[name], decimals)
+    values["missing_fields"] = ", ".join(values.get("missing_fields") or []) or "none"
+    return pd.DataFrame({"field": list(values), "value": [str(v) for v in values.values()]})

@@ -137,6 +137,10 @@ class CollectionStats(BaseModel):
     disk_data_size_bytes: int | None
     ram_data_size_bytes: int | None
     source_files: int | None = None
+    #: points per ``model_version`` (the embedding model(s) the chunks were made with)
+    models: dict[str, int] | None = None
+    #: points per ``source_file``, sorted by path
+    points_per_source_file: dict[str, int] | None = None
     indexed_fields: list[str] = Field(default_factory=list)
     unreported: list[UnreportedField] = Field(default_factory=list)
     warnings: list[str] = Field(default_factory=list)

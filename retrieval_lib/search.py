@@ -14,6 +14,7 @@ same order, with scores equal to within :data:`SCORE_TOLERANCE`.
 
 from __future__ import annotations
 
+import difflib
 import math
 import time
 from collections.abc import Iterable, Sequence
@@ -285,8 +286,6 @@ class Retriever:
         section = validate_filter(section, "section")
         warnings = warnings + self.check_compatibility()
         query_filter, applied, possible = self._filter(source_prefix, section)
-        if not possible:
-            warnings.append(f"no source file or URL starts with {source_prefix!r}")
 
         batches = range(0, len(texts), batch_size)
         if progress:
@@ -314,11 +313,12 @@ class Retriever:
             t2 = time.perf_counter()
             embed_ms = (t1 - t0) * 1000 / len(chunk)
             search_ms = (t2 - t1) * 1000 / len(chunk)
+            vector_for = dict(zip(chunk, vectors)) if possible else {}
             for text, points in zip(chunk, hits):
                 results = _rank(points, top_k)
                 own = list(warnings)
                 if not results:
-                    own.append(f"no chunk scored at least {threshold:g}" if threshold > 0 else "no matching chunk")
+                    own.append(self._why_empty(vector_for.get(text), threshold, query_filter, applied, possible))
                 missing = sorted({f for r in results for f in r.missing_fields})
                 if missing:
                     own.append(f"results lack payload fields: {', '.join(missing)}")
@@ -329,6 +329,33 @@ class Retriever:
                     execution_time_ms=round(embed_ms + search_ms, 3), timestamp=stamp, warnings=own,
                 ))
         return responses
+
+    def _why_empty(self, vector: Sequence[float] | None, threshold: float, query_filter: Any,
+                   applied: dict[str, str], possible: bool) -> str:
+        """Say which of the filters or the threshold removed every chunk (an empty result is an answer)."""
+        section = applied.get("section")
+        if section is not None:
+            sections = self._distinct("section_title")
+            if section not in sections:
+                close = difflib.get_close_matches(section, list(sections), n=3, cutoff=0.5)
+                examples = close or sorted(sections)[:3]
+                return (f"no chunk has section_title {section!r}; {len(sections)} sections exist, e.g. "
+                        + ", ".join(repr(x) for x in examples))
+        prefix = applied.get("source_prefix")
+        if not possible and prefix is not None:
+            files = sorted(self._distinct("source_file"))
+            return (f"no source file or URL starts with {prefix!r}; {len(files)} files exist, e.g. "
+                    + ", ".join(repr(f) for f in files[:3]))
+        if threshold > 0 and vector is not None:
+            best = self.store.query(self.collection, vector, limit=1, query_filter=query_filter)
+            if best:
+                return (f"no chunk scored at least {threshold:g} (the best scored {float(best[0].score):.3f}); "
+                        "lower the threshold to see results")
+            return "the filters together match no chunk" if applied else "the collection holds no chunk"
+        if applied:
+            shown = ", ".join(f"{k}={v!r}" for k, v in applied.items())
+            return f"no chunk matches the filters together ({shown})"
+        return "no matching chunk"
 
     def _complete_ties(self, vector: Sequence[float], points: list[Any], top_k: int,
                        score_threshold: float | None, query_filter: Any) -> list[Any]:

@@ -42,18 +42,27 @@ def collection_stats(store: VectorStore, collection: str) -> CollectionStats:
     small = size_warning(collection, vector_count)
     if small:
         warnings.append(small)
-    source_files = None
+    per_file: dict[str, int] | None = {}
+    models: dict[str, int] | None = {}
     if vector_count:
         try:
-            source_files = len(store.distinct_values(collection, "source_file"))
+            per_file = dict(sorted(store.distinct_values(collection, "source_file").items()))
         except VectorStoreError:
+            per_file = None
             unreported.append(UnreportedField(
                 field="source_files", reason="the server could not facet on source_file (no keyword index?)"))
-    else:
-        source_files = 0
+        try:
+            models = store.distinct_values(collection, "model_version")
+        except VectorStoreError:
+            models = None
+            unreported.append(UnreportedField(
+                field="models", reason="the server could not facet on model_version (no keyword index?)"))
+    source_files = len(per_file) if per_file is not None else None
     return CollectionStats(
         collection=collection,
         source_files=source_files,
+        models=models,
+        points_per_source_file=per_file,
         location=store.location,
         vector_count=vector_count,
         points_count=info.points_count,

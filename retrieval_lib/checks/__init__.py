@@ -1,6 +1,7 @@
 """Checks: one module per question a notebook asks of a collection.
 
 =============== ==============================================================
+``query``       does a question bring back ranked chunks with full metadata; are top_k and threshold honoured
 ``scores``      where do in-domain and out-of-domain top-1 scores fall; which threshold separates them
 ``coverage``    can every source file be reached by a query; do topic queries land in their module
 ``consistency`` does the same query always return the same ranking
@@ -13,6 +14,6 @@ Checks use the core (:mod:`retrieval_lib.search`, :mod:`retrieval_lib.store`, ..
 imports a check. Notebooks import them as ``from retrieval_lib.checks import coverage``.
 """
 
-from . import consistency, coverage, golden, health, latency, scores
+from . import consistency, coverage, golden, health, latency, query, scores
 
-__all__ = ["consistency", "coverage", "golden", "health", "latency", "scores"]
+__all__ = ["consistency", "coverage", "golden", "health", "latency", "query", "scores"]

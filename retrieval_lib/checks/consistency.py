@@ -317,7 +317,9 @@ def record(report: Any, frame, per_query, *, repeats: int, tolerance: float = SC
         bad = failures[phase] = failing(frame, phase)
         part = frame[frame["phase"] == phase]
         report.gate(PHASE_GATES.get(phase, f"identical: {phase}").format(repeats=repeats), not bad,
-                    value=len(bad), threshold=0,
+                    value=len(bad), threshold=0, rule="==", unit="queries",
+                    hint=f"compare the listed queries' runs in the comparisons table; raise `score_tolerance` "
+                         f"({tolerance:g}) only if they differ by float noise, not in ids or order",
                     detail=(f"{len(part)} runs of {part['query'].nunique()} queries: ids, order and scores within "
                             f"{tolerance:g} of the first run" if not bad else "differs: " + ", ".join(map(repr, bad))))
     identical, queries = int(frame["identical"].sum()), frame["query"].nunique()

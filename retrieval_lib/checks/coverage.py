@@ -365,11 +365,13 @@ def record(report: Any, study: CoverageStudy, primary: SearchResponse, *, primar
     files, k, unreachable = study.files, study.top_k, study.unreachable
     reachable, lands = len(files) - len(unreachable), prefix_hits(primary, primary_prefix)
     report.gate("every source file is reachable by a query", study.reachable_share >= min_reachable_share,
-                value=round(study.reachable_share, 4), threshold=min_reachable_share,
+                value=round(study.reachable_share, 4), threshold=min_reachable_share, rule=">=", unit="share",
+                parameter="min_reachable_share",
                 detail=(f"{reachable}/{len(files)} files in some query's top-{k}; "
                         + ("unreachable: " + ", ".join(unreachable) if unreachable else "none unreachable")))
     report.gate(f"{primary.query_text!r} lands in {primary_prefix}", lands.share >= min_primary_share,
-                value=round(lands.share, 4), threshold=min_primary_share,
+                value=round(lands.share, 4), threshold=min_primary_share, rule=">=", unit="share",
+                parameter="min_primary_share",
                 detail=f"{lands.hits}/{lands.results} results from {primary_prefix}")
     mean_hit = sum(c.heading_hit_rate for c in files) / len(files) if files else 0.0
     weak = sum(c.heading_hit_rate < 1.0 for c in files)

@@ -251,11 +251,15 @@ def record(report: NotebookReport, validation: ValidationReport, scan: PayloadSc
     v, k = validation, validation.top_k
     gold, extra, negs = v.of_kind("golden"), v.of_kind("extra"), v.of_kind("negative")
     report.gate(f"at least {v.required_passes} golden queries pass", v.passed_queries >= v.required_passes,
-                value=v.passed_queries, threshold=v.required_passes,
+                value=v.passed_queries, threshold=v.required_passes, rule=">=", unit="queries",
+                hint="read each failed query's reason in the outcomes table: fix the collection (a page missing or "
+                     "moved), or the golden set file's expected_url_patterns, min_score or required_passes",
                 detail=f"{v.passed_queries}/{len(gold)} golden queries found an expected page in the top {k} "
                        "with score >= min_score (negatives not counted)")
     report.gate("every negative returns nothing relevant", v.negatives_passed == v.negatives_total,
-                value=v.negatives_passed, threshold=v.negatives_total,
+                value=v.negatives_passed, threshold=v.negatives_total, rule="==", unit="negatives",
+                hint="an out-of-domain query scored at or above its max_score: the collection holds text on that "
+                     "topic, or the golden set file's max_score is too low for this embedder",
                 detail=f"{v.negatives_passed}/{v.negatives_total} negatives empty or below max_score")
     record_completeness(report, scan, min_metadata_completeness)
 

@@ -163,7 +163,8 @@ def record_completeness(report: NotebookReport, scan: PayloadScan, minimum: floa
     """
     _check_thresholds(0, 0.0, minimum)
     return report.gate(f"metadata completeness >= {minimum:g}%", scan.metadata_completeness >= minimum,
-                       value=round(scan.metadata_completeness, 2), threshold=minimum,
+                       value=round(scan.metadata_completeness, 2), threshold=minimum, rule=">=", unit="%",
+                       parameter="min_metadata_completeness",
                        detail=f"{scan.complete_points}/{scan.points} points carry every payload field")
 
 
@@ -188,16 +189,21 @@ def record(report: NotebookReport, scan: PayloadScan, stats: CollectionStats, em
     files = scan.points_per_file
     sizes = list(files.values()) or [0]
     report.gate(f"at least {min_points} points", scan.points >= min_points, value=scan.points, threshold=min_points,
+                rule=">=", unit="points", parameter="min_points",
                 detail=f"{scan.points} points in {len(files)} source files")
     record_completeness(report, scan, min_metadata_completeness)
     report.gate(f"duplicate share <= {max_duplicate_share:g}", scan.duplicate_share <= max_duplicate_share,
-                value=round(scan.duplicate_share, 4), threshold=max_duplicate_share,
+                value=round(scan.duplicate_share, 4), threshold=max_duplicate_share, rule="<=", unit="share",
+                parameter="max_duplicate_share",
                 detail=f"{len(scan.duplicate_hashes)} content_hash groups, {scan.extra_copies} extra copies")
     report.gate("every point embedded with the configured model", scan.foreign_model_points == 0 and scan.points > 0,
-                value=scan.foreign_model_points, threshold=0,
+                value=scan.foreign_model_points, threshold=0, rule="==", unit="points",
+                hint="re-ingest the collection with the configured embedder (or configure the model it was built "
+                     "with): vectors of two models do not compare",
                 detail=f"configured {embedder.model}; found {_versions(scan, '{model} ({points})')}")
     report.gate("collection dimension == embedder dimension", stats.dimensions == embedder.dimension,
-                value=stats.dimensions, threshold=embedder.dimension,
+                value=stats.dimensions, threshold=embedder.dimension, rule="==", unit="dimensions",
+                hint="the collection was built with another embedding model: configure that model, or re-ingest",
                 detail=f"{stats.dimensions} vs {embedder.dimension}")
 
     report.finding(f"{scan.points} points from {len(files)} source files ({min(sizes)}-{max(sizes)} per file), "

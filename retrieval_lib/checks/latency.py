@@ -8,8 +8,7 @@
 - :func:`run_concurrent` submits many searches to a bounded thread pool, with a
   wall-clock limit, and checks every answer against the ranking the same query
   got when run alone.
-- :func:`record` turns them into notebook 06's gates, findings and metrics and
-  returns the verdict lines that do not depend on the machine.
+- :func:`record` writes notebook 06's gates, findings and metrics from them.
 
 Timings depend on the machine and the backend: qdrant-client's local mode
 searches exactly (no HNSW index) in the same process, so a Qdrant server adds a
@@ -145,10 +144,7 @@ def latency_percentiles(samples: Sequence[TimedSearch], fields: Sequence[str] = 
 
 def reference_rankings(samples: Sequence[TimedSearch]) -> dict[str, Ranking]:
     """Each query's ranking from the first time it ran (what concurrent answers are compared to)."""
-    ref: dict[str, Ranking] = {}
-    for s in samples:
-        ref.setdefault(s.query, s.ranking)
-    return ref
+    return {s.query: s.ranking for s in reversed(samples)}  # reversed: a query's first run is written last, and wins
 
 
 def unstable_queries(samples: Sequence[TimedSearch], *, score_tol: float = SCORE_TOLERANCE) -> list[str]:
@@ -198,9 +194,8 @@ class ConcurrentRun:
 
     def call_percentiles(self) -> dict[str, float]:
         """p50, p95, p99 (:func:`percentile`) and max of the completed calls' ms; empty when none completed."""
-        if not self.call_ms:
-            return {}
-        return {f"p{q}": percentile(self.call_ms, q) for q in (50, 95, 99)} | {"max": max(self.call_ms)}
+        calls = self.call_ms
+        return ({f"p{q}": percentile(calls, q) for q in (50, 95, 99)} | {"max": max(calls)}) if calls else {}
 
     def describe(self) -> str:
         """What happened, in counts only (no timings: the text is the same on any machine that passes)."""
@@ -227,8 +222,7 @@ def run_concurrent(retriever: Retriever, queries: Sequence[str], n: int, concurr
     Args:
         retriever: an open, warmed-up retriever (shared by all threads).
         queries: the query texts to cycle through.
-        n: searches to submit, >= 1.
-        concurrency: worker threads, >= 1.
+        n, concurrency: searches to submit and worker threads, each >= 1.
         reference: query -> ranking (``SearchResponse.ranking()``) from a
             sequential run; when given, every query must be in it and each
             completed answer is compared with :func:`same_ranking`.
@@ -346,12 +340,12 @@ def figure(samples: Sequence[TimedSearch], concurrent: ConcurrentRun, p95_target
 
 def record(report: NotebookReport, samples: Sequence[TimedSearch], concurrent: ConcurrentRun, warmup: Warmup, *,
            p95_target_ms: float, note: str) -> str:
-    """Record notebook 06's gates, findings and metrics; return its machine-independent verdict lines.
+    """Record notebook 06's gates, findings and metrics; return the gates' verdict lines.
 
     Gates: sequential whole-call p95 (``call_ms``) <= ``p95_target_ms``; the concurrent run
     completed everything without errors or timeouts; every concurrent answer matched its
-    sequential ranking (within the run's ``score_tol``). Findings carry the timings, the
-    returned text only verdicts (for a cell whose output is compared).
+    sequential ranking (within the run's ``score_tol``). The findings carry throughputs and
+    shares that vary by machine; the returned lines hold no figure but counts, ms and s.
 
     Raises:
         ValidationError: no samples, or ``p95_target_ms`` not > 0.
@@ -377,15 +371,20 @@ def record(report: NotebookReport, samples: Sequence[TimedSearch], concurrent: C
                    f"first search {warmup.warmup_ms:.0f} ms")
     report.finding(note)
     gates = [
-        report.gate(f"p95 latency <= {p95_target_ms} ms", p95_ok, value=p["p95"], threshold=p95_target_ms,
+        report.gate(f"p95 latency <= {p95_target_ms} ms", p95_ok, value=p["p95"], threshold=p95_target_ms, rule="<=",
+                    unit="ms", parameter="latency_p95_target_ms",
                     detail=f"whole-call p95 {p['p95']:.1f} ms over {n} sequential calls"),
         report.gate("concurrent run has zero errors", c.errors == c.timed_out == 0 and c.completed == c.submitted,
-                    value=c.errors + c.timed_out, threshold=0,
+                    value=c.errors + c.timed_out, threshold=0, rule="==", unit="calls",
+                    hint="see the errors by type above; calls that only timed out may need concurrent_timeout_s raised",
                     detail=f"{c.completed}/{c.submitted} completed, {c.errors} errors, {c.timed_out} timed out "
                            f"({c.concurrency} threads, limit {c.timeout_s:g} s)"),
         report.gate("concurrent rankings identical to sequential", c.rankings_identical, value=len(c.mismatched),
-                    threshold=0, detail=f"{c.compared} answers compared (ids, order, scores within {c.score_tol:g}); "
-                                        f"differing: {', '.join(c.mismatched) or 'none'}")]
+                    threshold=0, rule="==", unit="queries",
+                    hint="answers changed under load: a store or embedder that is not thread-safe, or scores that move "
+                         "by more than score_tolerance",
+                    detail=f"{c.compared} answers compared (ids, order, scores within {c.score_tol:g}); "
+                           f"differing: {', '.join(c.mismatched) or 'none'}")]
     metrics = {"setup_ms": warmup.setup_ms, "warmup_ms": warmup.warmup_ms, "sequential_calls": n,
                "sequential_throughput_qps": seq_qps, "under_2s_pct": under_2s, "concurrent_wall_s": c.wall_s,
                "concurrent_throughput_qps": c.throughput_qps,
@@ -397,8 +396,4 @@ def record(report: NotebookReport, samples: Sequence[TimedSearch], concurrent: C
                "rankings_stable_across_rounds": not unstable}
     for name, value in metrics.items():
         report.metric(name, value)
-    return "\n".join([f"p95 within target: {p95_ok}",
-                      f"{c.submitted} concurrent queries, {c.errors + c.timed_out} errors, "
-                      f"rankings identical: {c.rankings_identical}",
-                      f"rankings identical across {max(s.round for s in samples)} sequential rounds: {not unstable}",
-                      *(f"[{'PASS' if g.passed else 'FAIL'}] {g.name}" for g in gates)])
+    return "\n".join(str(g) for g in gates)  # its timings are in ms and s, which nbval's sanitiser replaces

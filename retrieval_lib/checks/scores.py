@@ -358,18 +358,20 @@ def record(report: Any, study: ScoreStudy, *, score_threshold: float, min_separa
     clips = clip_counts(study.in_domain + study.out_of_domain)
     verdict = judge_threshold(study.in_domain, study.out_of_domain, score_threshold)
     report.gate("similarity scores within [0, 1]", clips.out_of_range == 0 and clips.scores > 0,
-                value=clips.out_of_range, threshold=0,
+                value=clips.out_of_range, threshold=0, rule="==", unit="scores",
                 detail=f"{clips.scores} scores, {clips.out_of_range} outside [0, 1]; {clips.negative} raw cosine "
                        f"scores were negative and clipped to 0, {clips.above_one} above 1 clipped to 1 "
                        f"(lowest raw score {clips.min_raw:.3f})")
     report.gate("in-domain and out-of-domain separate by score", gap.width >= min_separation,
-                value=round(gap.width, 4), threshold=min_separation,
+                value=round(gap.width, 4), threshold=min_separation, rule=">=", parameter="min_separation",
                 detail=f"min in-domain top-1 {gap.lowest_in_domain:.3f} - max OOD top-1 {gap.highest_ood:.3f} "
                        f"= {gap.width:.3f}")
     lost = ", ".join(repr(q) for q in verdict.in_domain_lost) or "none"
     admitted = ", ".join(repr(q) for q in verdict.ood_admitted) or "none"
     report.gate(f"threshold {score_threshold:g} keeps every in-domain query and rejects every OOD query",
-                verdict.passed, value=score_threshold, threshold=score_threshold,
+                verdict.passed, value=score_threshold, threshold=score_threshold, parameter="score_threshold",
+                hint=(f"set `score_threshold` to {gap.recommended:.3f}, the middle of the gap between the sets"
+                      if gap.recommended is not None else "no threshold separates the sets: see the trade-off table"),
                 detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}")
 
     median, highest = float(np.nanmedian(in_top1)), float(np.nanmax(in_top1))

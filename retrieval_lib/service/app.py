@@ -1,0 +1,154 @@
+"""The application factory: :func:`create_app` builds the FastAPI app of the seed-003 retrieval API.
+
+Tests call it in-process with their own retriever and database; ``python -m
+retrieval_lib serve`` calls it with the configured ones and hands the app to
+uvicorn. Either way the embedding model is loaded and warmed up at start-up,
+never on the first query, and every dependency is reached through the same
+library objects the notebooks use (:class:`~retrieval_lib.search.Retriever`,
+:class:`~retrieval_lib.service.metadata.MetadataDB`).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import IO
+
+from fastapi import FastAPI
+
+from ..config import Settings, load_settings
+from ..embedders import make_embedder
+from ..errors import RetrievalError
+from ..search import Retriever
+from ..store import VectorStore
+from .guard import RequestGuard
+from .handlers import install_handlers, without_422
+from .metadata import MetadataDB
+from .querylog import QueryLog
+from .routes import router
+
+__all__ = ["ServiceOptions", "ServiceState", "create_app", "open_retriever"]
+
+log = logging.getLogger(__name__)
+
+
+@dataclass(frozen=True)
+class ServiceOptions:
+    """What the service itself limits (the dependencies are configured by :class:`~retrieval_lib.config.Settings`).
+
+    Attributes:
+        query_max_chars: longest query accepted (seed 003 assumes 500 characters).
+        max_body_bytes: largest request body; a larger one is refused with 413 before it is read.
+        warm_up: embed one text at start-up so the first query pays no model warm-up
+            (local models only: a remote call would spend quota on every start).
+    """
+
+    query_max_chars: int = 500
+    max_body_bytes: int = 64 * 1024
+    warm_up: bool = True
+
+
+class ServiceState:
+    """The live dependencies of one app, and what the last embedding call did."""
+
+    def __init__(self, settings: Settings, options: ServiceOptions, retriever: Retriever, metadata: MetadataDB,
+                 *, owns_retriever: bool = False, owns_metadata: bool = False) -> None:
+        self.settings = settings
+        self.options = options
+        self.retriever = retriever
+        self.metadata = metadata
+        self._owned = (owns_retriever, owns_metadata)
+        # An in-process model is up once loaded; a remote one is known only after a call.
+        self.embedder_ok: bool | None = True if retriever.embedder.provider == "local" else None
+        self.embed_ms: float | None = None
+
+    def start(self) -> list[str]:
+        """Warm up and check what can be checked; returns problems found (the service still starts)."""
+        problems: list[str] = []
+        if self.options.warm_up and self.retriever.embedder.provider == "local":
+            self.retriever.embedder.embed_queries(["warm-up"])
+        try:
+            self.metadata.create_schema()
+        except RetrievalError as err:
+            problems.append(err.message)
+        try:
+            self.retriever.check_compatibility()
+        except RetrievalError as err:
+            problems.append(err.message)
+        for problem in problems:
+            log.warning("starting with a dependency not ready: %s", problem)
+        return problems
+
+    def close(self) -> None:
+        """Close what the app opened itself (a retriever or database handed in stays open)."""
+        if self._owned[0]:
+            self.retriever.close()
+        if self._owned[1]:
+            self.metadata.close()
+
+
+def open_retriever(settings: Settings, options: ServiceOptions | None = None) -> Retriever:
+    """The configured embedder (its model loaded now) over the configured store.
+
+    Raises:
+        ConfigurationError: a setting is invalid or the model cannot be loaded.
+        StoreLockedError: the embedded store is held by another process.
+    """
+    options = options or ServiceOptions()
+    embedder = make_embedder(settings)
+    store = VectorStore.open(settings)
+    # The service applies its own (shorter) query limit first; the library's must not be the tighter one.
+    return Retriever(store, embedder, settings.collection_name,
+                     query_max_chars=max(options.query_max_chars, settings.query_max_chars))
+
+
+def create_app(settings: Settings | None = None, *, retriever: Retriever | None = None,
+               metadata: MetadataDB | None = None, options: ServiceOptions | None = None,
+               log_stream: IO[str] | None = None, log_path: str | Path | None = None) -> FastAPI:
+    """Build the retrieval API.
+
+    Args:
+        settings: the configuration (default :func:`~retrieval_lib.config.load_settings`).
+        retriever: the retriever to serve (default: built from ``settings`` at start-up, model included).
+        metadata: the metadata database (default: ``DATABASE_URL`` or the SQLite file of the embedded store).
+        options: the service's own limits.
+        log_stream: where query-log lines go (default stderr); ``log_path`` appends them to a file instead.
+
+    Returns:
+        A FastAPI app. Its dependencies open when it starts (the lifespan: uvicorn, or
+        ``with TestClient(app)``) and close when it stops, where the app opened them.
+    """
+    settings = settings or load_settings()
+    options = options or ServiceOptions()
+    querylog = QueryLog(log_stream, path=log_path)
+
+    @asynccontextmanager
+    async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        state = ServiceState(
+            settings, options,
+            retriever if retriever is not None else open_retriever(settings, options),
+            metadata if metadata is not None else MetadataDB.from_settings(settings, create=False),
+            owns_retriever=retriever is None, owns_metadata=metadata is None,
+        )
+        state.start()
+        app.state.service = state
+        try:
+            yield
+        finally:
+            state.close()
+            querylog.close()
+
+    app = FastAPI(
+        title="retrieval_lib retrieval API",
+        version="1.0",
+        summary="Seed 003: semantic search over the book, joined with chunk metadata by chunk_id",
+        lifespan=lifespan,
+    )
+    app.include_router(router)
+    install_handlers(app)
+    app.add_middleware(RequestGuard, querylog=querylog, max_body_bytes=options.max_body_bytes)
+    app.openapi = without_422(app)  # type: ignore[method-assign]
+    return app

@@ -1,0 +1,98 @@
+"""The two routes: ``POST /search`` and ``GET /health``.
+
+Both are plain (synchronous) functions: the retriever, the embedder and the
+database drivers block, so FastAPI runs each request in its thread pool and
+the event loop stays free to accept the next one.
+"""
+
+from __future__ import annotations
+
+import time
+from typing import TYPE_CHECKING, Any
+
+from fastapi import APIRouter, Request
+from fastapi.responses import JSONResponse
+
+from ..errors import EmbeddingError, ValidationError
+from ..validation import validate_query
+from .guard import LOG_KEY
+from .health import embedder_facts, health_body, probe_store
+from .join import join_results
+from .schemas import ErrorAnswer, HealthAnswer, SearchAnswer, SearchRequest
+
+if TYPE_CHECKING:
+    from .app import ServiceState
+
+__all__ = ["router", "run_search"]
+
+router = APIRouter()
+
+_ERRORS: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorAnswer, "description": "invalid input: empty or over-long query, top_k < 1 or not an "
+                                               "integer, threshold outside [0, 1], malformed JSON, wrong types, "
+                                               "unknown fields"},
+    413: {"model": ErrorAnswer, "description": "request body over the size limit"},
+    502: {"model": ErrorAnswer, "description": "the embedding service failed"},
+    503: {"model": ErrorAnswer, "description": "the vector store or the metadata database is unavailable"},
+    500: {"model": ErrorAnswer, "description": "a bug (the body still has the schema)"},
+}
+
+
+def _state(request: Request) -> ServiceState:
+    return request.app.state.service
+
+
+def run_search(state: ServiceState, body: SearchRequest) -> dict[str, Any]:
+    """Validate, search, join with the metadata rows (one query), and build the answer.
+
+    Raises:
+        ValidationError: bad input (400); EmbeddingError (502); VectorStoreError,
+        CollectionNotFoundError, DatabaseUnavailableError (503).
+    """
+    t0 = time.perf_counter()
+    limit = state.options.query_max_chars
+    text = validate_query(body.query, max(limit, len(body.query)))  # type, emptiness, valid Unicode
+    if len(text) > limit:  # the API's own limit, with the API's own advice
+        raise ValidationError(f"query is {len(text)} characters; this API accepts at most {limit}: shorten it",
+                              field="query")
+    try:
+        response = state.retriever.search(
+            text, top_k=body.top_k,
+            similarity_threshold=0.0 if body.similarity_threshold is None else body.similarity_threshold,
+            source_prefix=body.source_prefix, section=body.section,
+        )
+    except EmbeddingError:
+        state.embedder_ok = False
+        raise
+    state.embedder_ok, state.embed_ms = True, response.embed_ms
+    rows = state.metadata.rows_for([r.chunk_id for r in response.results if r.chunk_id])
+    items, warnings = join_results(response.results, rows)
+    return {
+        "query": response.query_text,
+        "results": items,
+        "total_results": len(items),
+        "took_ms": round((time.perf_counter() - t0) * 1000, 3),
+        "warnings": list(response.warnings) + warnings,
+    }
+
+
+@router.post("/search", response_model=SearchAnswer, responses=_ERRORS,
+             summary="Semantic search: the best chunks for a question, with their metadata")
+def search(body: SearchRequest, request: Request) -> dict[str, Any]:
+    entry = request.scope.get(LOG_KEY, {})
+    entry.update(query=body.query, top_k=body.top_k)
+    answer = run_search(_state(request), body)
+    entry["results"] = answer["total_results"]
+    return answer
+
+
+@router.get("/health", response_model=HealthAnswer, responses={503: {"model": HealthAnswer}},
+            summary="Each dependency's reachability, latency and facts")
+def health(request: Request) -> JSONResponse:
+    state = _state(request)
+    status, body = health_body(probe_store(state.retriever), state.metadata.probe(),
+                               embedder_facts(state.retriever, state.embedder_ok, state.embed_ms))
+    entry = request.scope.get(LOG_KEY)
+    if isinstance(entry, dict) and status != 200:
+        entry["error_type"] = "Unavailable"
+    return JSONResponse(body, status_code=status)
