@@ -40,10 +40,14 @@ lint: setup
 	$(VENV)/bin/ruff check retrieval_lib tests benchmarks
 	$(VENV)/bin/mypy retrieval_lib
 
-# JupyterLab with the project kernel, on this machine only (127.0.0.1). Jupyter refuses to run
-# as root unless told, which containers often are.
+# JupyterLab with the project kernel, on this machine only (127.0.0.1), rooted at the project so params/ and
+# outputs/ are one click away; it opens on notebooks/. Only the project's kernel is offered. Jupyter refuses to
+# run as root unless told, which containers often are.
 lab: setup
-	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --notebook-dir=notebooks $(if $(filter 0,$(shell id -u)),--allow-root)
+	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks \
+		--KernelSpecManager.allowed_kernelspecs=$(KERNEL) --KernelSpecManager.ensure_native_kernel=False \
+		--MappingKernelManager.default_kernel_name=$(KERNEL) \
+		$(if $(filter 0,$(shell id -u)),--allow-root)
 
 # Re-execute the notebooks in place to record new reference outputs for nbval
 # (after an intended change in retrieval behaviour; review the diff before committing).

@@ -1,4 +1,4 @@
-"""Command line: ``python -m retrieval_lib {search,stats,ingest,run}``.
+"""Command line: ``python -m retrieval_lib {search,stats,ingest,run,serve}``.
 
 Exit codes (also in the README):
 
@@ -146,6 +146,16 @@ def _cmd_run(args: argparse.Namespace) -> int:
     return result.exit_code
 
 
+def _cmd_serve(args: argparse.Namespace) -> int:
+    from .config import load_settings
+    from .service.app import ServiceOptions
+    from .service.server import serve
+
+    serve(load_settings(), host=args.host, port=args.port, log_file=args.log_file,
+          options=ServiceOptions(query_max_chars=args.max_query_chars, max_body_bytes=args.max_body_bytes))
+    return 0
+
+
 EXIT_CODES = """exit codes:
   0    success (an empty search result is a success)
   1    run: the notebooks ran but at least one gate failed
@@ -240,6 +250,21 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar; print the verdict line only")
     p.add_argument("--json", action="store_true", help="print the run's summary as JSON")
     p.set_defaults(func=_cmd_run)
+
+    p = _add(sub, "serve", "serve the seed-003 retrieval API (POST /search, GET /health)",
+             "Load the model, open the store and the metadata database, and answer HTTP with uvicorn until "
+             "interrupted. One JSON line per request goes to the query log (stderr, or --log-file).",
+             "  python -m retrieval_lib serve\n"
+             "  python -m retrieval_lib serve --port 8080 --log-file queries.jsonl\n"
+             "  curl -s localhost:8000/search -H 'content-type: application/json' -d '{\"query\": \"What is ROS2?\"}'",
+             common)
+    p.add_argument("--host", default="127.0.0.1", help="address to bind (default 127.0.0.1: this machine only)")
+    p.add_argument("--port", type=int, default=8000, help="port (default 8000)")
+    p.add_argument("--log-file", type=Path, help="append the query log here instead of stderr")
+    p.add_argument("--max-query-chars", type=int, default=500, help="longest query accepted (default 500)")
+    p.add_argument("--max-body-bytes", type=int, default=65536,
+                   help="largest request body; a larger one gets 413 unread (default 65536)")
+    p.set_defaults(func=_cmd_serve)
 
     top = {o for action in parser._actions for o in action.option_strings}
     _OneLineParser.known = sorted(top | set(sub.choices))

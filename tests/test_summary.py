@@ -102,8 +102,9 @@ def test_figures_read_as_words_not_python():
 
 def test_the_report_header_names_what_was_validated_and_failures_come_first():
     page = render_index(summary(FAILING))
-    for fact in ("/p/params/demo.yaml", "physicalai", "/p/.qdrant (embedded)", "local / all-MiniLM-L6-v2 (384 dimensions)",
-                 "2 of 3: 02, 05", "not run:</b> 01_query", "1 min 08 s", "git abc1234"):
+    for fact in ("/p/params/demo.yaml", "physicalai", "/p/.qdrant (embedded)",
+                 "local / all-MiniLM-L6-v2 (384 dimensions)", "2 of 3: 02, 05", "not run:</b> 01_query",
+                 "1 min 08 s", "git abc1234"):
         assert fact in page, fact
     assert "Needs attention (2)" in page
     assert page.index("Needs attention") < page.index("<h2>Gates</h2>")

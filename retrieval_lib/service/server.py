@@ -1,0 +1,156 @@
+"""Running the service: :func:`serve` (what ``python -m retrieval_lib serve`` does) and
+:class:`ServiceProcess` (the service as a child process on a free loopback port, for the
+notebook and the tests).
+"""
+
+from __future__ import annotations
+
+import os
+import signal
+import socket
+import subprocess
+import sys
+import tempfile
+import time
+from collections.abc import Mapping, Sequence
+from pathlib import Path
+from typing import IO, Any
+
+from ..config import Settings
+from ..errors import ConfigurationError
+from .app import ServiceOptions, create_app, open_retriever
+from .metadata import MetadataDB
+
+__all__ = ["serve", "free_port", "ServiceProcess"]
+
+LOOPBACK = "127.0.0.1"
+
+
+def serve(settings: Settings, *, host: str = LOOPBACK, port: int = 8000, log_file: str | Path | None = None,
+          options: ServiceOptions | None = None) -> None:
+    """Load the model, open the store and database, and serve until interrupted (uvicorn).
+
+    The dependencies are opened before uvicorn starts, so a bad setting or a locked
+    store is reported as one line by the command line, not as a server traceback.
+
+    Raises:
+        ConfigurationError, StoreLockedError: the service cannot be built.
+    """
+    import uvicorn
+
+    options = options or ServiceOptions()
+    retriever = open_retriever(settings, options)
+    try:
+        metadata = MetadataDB.from_settings(settings, create=False)
+        app = create_app(settings, retriever=retriever, metadata=metadata, options=options, log_path=log_file)
+        # access_log off: the query log already writes one line per request, without headers
+        uvicorn.run(app, host=host, port=port, log_level="info", access_log=False, timeout_graceful_shutdown=5)
+    finally:
+        retriever.close()
+
+
+def free_port(host: str = LOOPBACK) -> int:
+    """A TCP port nothing listens on right now (the kernel's choice for port 0)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        s.bind((host, 0))
+        return int(s.getsockname()[1])
+
+
+class ServiceProcess:
+    """``python -m retrieval_lib serve`` as a child process on a free loopback port.
+
+    ``with ServiceProcess(env={...}) as svc: svc.url ...``; on exit it is stopped
+    (SIGTERM, then SIGKILL after ``stop_timeout``). ``startup_seconds`` is the time
+    from launch to the first ``/health`` 200 (seed 003 SC-001), None if never healthy.
+
+    Args:
+        env: extra environment variables for the child (on top of this process's).
+        args: extra command-line options for ``serve`` (``["--log-file", "q.log"]``).
+        startup_timeout: seconds to wait for ``/health`` to answer.
+        require_healthy: wait for a 200, not just any answer (a 503 from a service whose
+            dependency is down is an answer).
+    """
+
+    def __init__(self, *, env: Mapping[str, str] | None = None, args: Sequence[str] = (),
+                 startup_timeout: float = 60.0, require_healthy: bool = True, stop_timeout: float = 10.0) -> None:
+        self.port = free_port()
+        self.url = f"http://{LOOPBACK}:{self.port}"
+        self.env = {**os.environ, **(env or {})}
+        self.args = list(args)
+        self.startup_timeout = startup_timeout
+        self.require_healthy = require_healthy
+        self.stop_timeout = stop_timeout
+        self.startup_seconds: float | None = None
+        self.process: subprocess.Popen[bytes] | None = None
+        self._stderr: IO[bytes] | None = None
+
+    def start(self) -> ServiceProcess:
+        """Launch and wait until ``/health`` answers (200 when ``require_healthy``).
+
+        Raises:
+            ConfigurationError: the process exited, or did not answer in time (its last output is quoted).
+        """
+        import httpx
+
+        self._stderr = tempfile.TemporaryFile()
+        command = [sys.executable, "-m", "retrieval_lib", "serve", "--host", LOOPBACK, "--port", str(self.port),
+                   *self.args]
+        t0 = time.perf_counter()
+        self.process = subprocess.Popen(command, env=self.env, stdin=subprocess.DEVNULL, stdout=self._stderr,
+                                        stderr=self._stderr)
+        deadline = t0 + self.startup_timeout
+        with httpx.Client(timeout=2.0, trust_env=False) as client:
+            while time.perf_counter() < deadline:
+                if self.process.poll() is not None:
+                    self._fail(f"the service exited with code {self.process.returncode} before answering")
+                try:
+                    status = client.get(self.url + "/health").status_code
+                except httpx.TransportError:
+                    status = None
+                if status == 200:
+                    self.startup_seconds = time.perf_counter() - t0
+                    return self
+                if status is not None and not self.require_healthy:
+                    return self
+                time.sleep(0.05)
+        self._fail(f"/health did not answer {'200 ' if self.require_healthy else ''}within {self.startup_timeout:g} s")
+        raise AssertionError("unreachable")  # pragma: no cover - _fail raises
+
+    def output(self) -> str:
+        """What the child wrote to stdout and stderr so far (its query log included)."""
+        if self._stderr is None:
+            return ""
+        self._stderr.flush()
+        self._stderr.seek(0)
+        return self._stderr.read().decode("utf-8", "replace")
+
+    def _fail(self, why: str) -> None:
+        tail = "\n".join(self.output().strip().splitlines()[-5:])
+        self.stop()
+        raise ConfigurationError(f"{why}; its last output:\n{tail}", option="api_url")
+
+    def stop(self) -> int | None:
+        """Stop the child (gracefully first); returns its exit code."""
+        proc = self.process
+        if proc is None:
+            return None
+        if proc.poll() is None:
+            proc.send_signal(signal.SIGTERM)
+            try:
+                proc.wait(self.stop_timeout)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                proc.wait()
+        return proc.returncode
+
+    def close(self) -> None:
+        self.stop()
+        if self._stderr is not None:
+            self._stderr.close()
+            self._stderr = None
+
+    def __enter__(self) -> ServiceProcess:
+        return self.start()
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
