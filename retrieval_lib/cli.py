@@ -114,17 +114,23 @@ def stats_lines(stats: CollectionStats) -> list[str]:
 
 
 def _cmd_ingest(args: argparse.Namespace) -> int:
+    from .config import load_settings
     from .ingest import ingest_from_settings
+    from .service.metadata import sync_from_settings
 
+    settings = load_settings()
     summary = ingest_from_settings(
         docs_dir=args.docs_dir, collection=args.collection, base_url=args.base_url,
-        recreate=args.recreate, progress=not args.quiet,
+        recreate=args.recreate, progress=not args.quiet, settings=settings,
     )
+    # the metadata rows (seed 003) follow the points; a full reconcile, so a killed run converges when re-run
+    rows = sync_from_settings(settings, args.collection)
     if args.json:
-        _print_json(summary.as_dict())
+        _print_json({**summary.as_dict(), "metadata": rows.as_dict()})
     else:
         print(summary.line())
-    for warning in summary.warnings:
+        print(rows.line())
+    for warning in summary.warnings + rows.warnings:
         print(f"warning: {warning}", file=sys.stderr)
     return 0
 

@@ -11,6 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from .specs import explain
 from .summary import duration_text, format_value, gate_hint, rule_text, verdict
 
 __all__ = ["render_index"]
@@ -106,11 +107,14 @@ def _section(o: dict[str, Any]) -> str:
     findings = "".join(f"<li>{_E(f)}</li>" for f in o.get("findings", []))
     figs = "".join(f'<a href="{_E(f)}"><img src="{_E(f)}" alt="{_E(Path(f).stem)}"></a>' for f in o.get("figures", []))
     error = f'<p class="fail">Error: {_E(o["error"])}</p>' if o.get("error") else ""
+    spec = o.get("specification") or []
+    spec_line = (f'<p class="sub">Specification: {_E(", ".join(spec))} (see the glossary below)</p>'
+                 if spec else "")
     title = o.get("title") or ("(the notebook stopped before saying what it checks)" if o["status"] == "error" else "")
     return (
         f'<section><h2>{_E(o["notebook"])} <span class="verdict {status_cls}" style="font-size:.75rem">'
         f'{_E(o["status"])}</span></h2><p class="sub">{_E(title)} · {duration_text(o.get("seconds"))}</p>'
-        f"{error}{'<ul>' + findings + '</ul>' if findings else ''}"
+        f"{spec_line}{error}{'<ul>' + findings + '</ul>' if findings else ''}"
         f"{'<table><tr><th>figure</th><th>value</th></tr>' + metrics + '</table>' if metrics else ''}"
         f'<div class="figs">{figs}</div><p>{" · ".join(links)}</p></section>'
     )
@@ -120,6 +124,10 @@ def render_index(summary: dict[str, Any]) -> str:
     """The run's index.html from its summary (see :mod:`retrieval_lib.runner` for the summary's fields)."""
     v = verdict(summary)
     sections = "".join(_section(o) for o in summary.get("outcomes", []))
+    codes = list(dict.fromkeys(c for o in summary.get("outcomes", []) for c in o.get("specification") or []))
+    glossary = ("<h2>Specification glossary</h2><table><tr><th>code</th><th>what it asks</th></tr>"
+                + "".join(f"<tr><td>{_E(c)}</td><td>{_E(explain(c))}</td></tr>" for c in codes) + "</table>"
+                if codes else "")
     return f"""<!doctype html><html lang="en"><head><meta charset="utf-8">
 <title>Retrieval validation · {_E(str(summary.get('profile', '')))} · {_E(v.word)}</title><style>{_CSS}</style></head>
 <body><h1>Retrieval validation report</h1>
@@ -129,4 +137,5 @@ def render_index(summary: dict[str, Any]) -> str:
 <h2>Gates</h2><table><tr><th>notebook</th><th>gate</th><th>result</th><th>measured</th><th>evidence</th></tr>
 {_gate_rows(summary.get('gates', []))}</table>
 <h2>Notebooks</h2>{sections}
+{glossary}
 <p class="sub"><a href="summary.json">summary.json</a></p></body></html>"""

@@ -18,6 +18,7 @@ from __future__ import annotations
 import json
 import math
 import os
+from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
@@ -111,6 +112,8 @@ class NotebookReport:
         #: What the notebook validated (collection, location, embedder); set by :class:`NotebookRun`.
         self.context: dict[str, Any] = {}
         self.units: dict[str, str] = {}
+        #: The specification codes this notebook answers (see :mod:`retrieval_lib.specs`).
+        self.specification: list[str] = []
 
     def gate(self, name: str, passed: bool, *, value: Any = None, threshold: Any = None, detail: str = "",
              rule: str = "", unit: str = "", parameter: str | None = None, hint: str | None = None) -> Gate:
@@ -197,6 +200,7 @@ class NotebookReport:
             "findings": self.findings,
             "context": self.context,
             "units": self.units,
+            "specification": self.specification,
         }
         tmp = path.with_suffix(".json.tmp")
         tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
@@ -222,8 +226,9 @@ class NotebookRun:
     """
 
     def __init__(self, notebook: str, title: str, run_dir: str | os.PathLike[str] | None = None, *,
-                 settings: Any = None) -> None:
+                 settings: Any = None, spec: Sequence[str] = ()) -> None:
         self.report = NotebookReport(notebook, title, run_dir)
+        self.report.specification = list(spec)
         self._settings = settings
         self._retriever: Any = None
         self.finished = False
@@ -318,7 +323,7 @@ class NotebookRun:
 
 
 def open_run(notebook: str, title: str, run_dir: str | os.PathLike[str] | None = None, *,
-             settings: Any = None) -> NotebookRun:
+             settings: Any = None, spec: Sequence[str] = ()) -> NotebookRun:
     """Open a notebook's run (see :class:`NotebookRun`): the one set-up every notebook starts with.
 
     Args:
@@ -326,5 +331,7 @@ def open_run(notebook: str, title: str, run_dir: str | os.PathLike[str] | None =
         title: the question the notebook answers.
         run_dir: the run folder papermill passes; empty for interactive runs (``outputs/interactive``).
         settings: explicit settings (tests); default :func:`~retrieval_lib.config.load_settings`.
+        spec: the specification codes the notebook answers, e.g. ``("seed 000 SC-003", "seed 000 SC-007")``;
+            the report explains each one (:mod:`retrieval_lib.specs`).
     """
-    return NotebookRun(notebook, title, run_dir, settings=settings)
+    return NotebookRun(notebook, title, run_dir, settings=settings, spec=spec)

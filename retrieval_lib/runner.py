@@ -61,6 +61,7 @@ class NotebookOutcome:
     executed: str | None = None
     context: dict[str, Any] = field(default_factory=dict)
     units: dict[str, str] = field(default_factory=dict)
+    specification: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -346,6 +347,7 @@ def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, t
         outcome.tables = data.get("tables", [])
         outcome.context = data.get("context") or {}
         outcome.units = data.get("units") or {}
+        outcome.specification = data.get("specification") or []
         if not error and not data.get("passed", False):
             outcome.status = "failed"
     elif not error:

@@ -143,12 +143,20 @@ def test_unreachable_qdrant_exits_3_with_one_line(slow_runs):
     ["search", "x", "--threshold", "high"],
     ["search"],
     ["frobnicate"],
-    [],
 ])
 def test_usage_errors_exit_2_with_one_line(args, tmp_path):
     proc = run_cli(args, clean_env(QDRANT_PATH=str(tmp_path / "unused")), tmp_path)
     assert proc.returncode == 2
     assert_one_error_line(proc)
+
+
+def test_a_bare_call_lists_the_commands_and_exit_codes(tmp_path):
+    proc = run_cli([], clean_env(QDRANT_PATH=str(tmp_path / "unused")), tmp_path)
+    assert proc.returncode == 0 and proc.stderr == ""
+    assert proc.stdout.startswith("usage: ")
+    for command in ("search", "stats", "ingest", "run"):
+        assert f"\n    {command} " in proc.stdout
+    assert "exit codes:" in proc.stdout
 
 
 @pytest.mark.parametrize("extra, variable", [
@@ -201,9 +209,12 @@ def test_stats_text_lists_the_figures(store_folder, tmp_path, book_docs):
     shutil.copytree(store_folder, folder)
     proc = run_cli(["stats"], clean_env(QDRANT_PATH=str(folder), QDRANT_COLLECTION_NAME=COLLECTION), tmp_path)
     assert proc.returncode == 0, proc.stderr
-    rows = dict(line.split(None, 1) for line in proc.stdout.splitlines() if line.strip())
-    assert rows["vector_count"].strip() == str(len(book_docs))
-    assert rows["dimensions"].strip() == "384"
+    table, _, per_file = proc.stdout.partition("\n\npoints per source file:\n")
+    rows = {line[:16].strip(): line[16:].strip() for line in table.splitlines()}  # "label (padded)  value"
+    assert rows["points"] == str(len(book_docs))
+    assert rows["dimension"] == "384"
+    assert rows["source files"] == str(len({d["source_file"] for d in book_docs}))
+    assert sum(int(line.split()[0]) for line in per_file.splitlines()) == len(book_docs)
 
 
 def test_stats_on_missing_collection_exits_2_listing_the_existing_ones(store_folder, tmp_path):

@@ -473,7 +473,7 @@ def test_locked_folder_batch_run_reports_the_lock_in_the_notebook_error(held_fol
         env = cohere_env(fake.url, held_folder)
         t0 = time.monotonic()
         proc = subprocess.run([sys.executable, "-m", "retrieval_lib", "run", "--notebooks", "01",
-                               "--params", "params/demo.yaml", "--out", str(out), "-q"],
+                               "--params", "params/demo.yaml", "--out", str(out)],  # -q would print the verdict only
                               env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=RUN_BOUND_S + 60)
         elapsed = time.monotonic() - t0
     assert proc.returncode == 2, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"

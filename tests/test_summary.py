@@ -120,3 +120,19 @@ def test_an_errored_notebook_is_said_in_the_header_and_its_card_has_a_title():
     page = render_index(summary([], outcomes))
     assert "1 notebook(s) raised an error (03_source_coverage)" in page
     assert "03_source_coverage raised an error" in page and "stopped before saying what it checks" in page
+
+
+def test_specification_codes_are_explained_once_in_a_glossary():
+    from retrieval_lib.specs import GLOSSARY, codes_in, explain
+
+    s = summary([gate("g", True, 1, 1, rule=">=")])
+    s["outcomes"][0]["specification"] = ["seed 000 SC-003", "seed 000 SC-007"]
+    s["outcomes"][1]["specification"] = ["seed 000 SC-003", "seed 004"]
+    page = render_index(s)
+    assert "Specification: seed 000 SC-003, seed 000 SC-007" in page
+    glossary = page.split("Specification glossary")[1]
+    assert glossary.count("seed 000 SC-003") == 1 and GLOSSARY["seed 000 SC-007"].replace('"', "&quot;") in glossary
+    assert "Data model of embedding retrieval" in glossary  # a whole seed is explained too
+    assert codes_in("seed 000 SC-003 and seed 003 FR-012, again seed 000 SC-003") == [
+        "seed 000 SC-003", "seed 003 FR-012"]
+    assert "not in the glossary" in explain("seed 000 SC-099")

@@ -23,6 +23,7 @@ has a top-1 of NaN: it keeps nothing at any threshold.
 from __future__ import annotations
 
 import math
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -352,8 +353,6 @@ def record(report: Any, study: ScoreStudy, *, score_threshold: float, min_separa
     ``separation >= min_separation``; ``score_threshold`` keeps every in-domain query and
     rejects every OOD one (:func:`judge_threshold`). Returns that verdict.
     """
-    import numpy as np
-
     in_top1, ood_top1, gap = study.in_top1, study.ood_top1, study.gap
     clips = clip_counts(study.in_domain + study.out_of_domain)
     verdict = judge_threshold(study.in_domain, study.out_of_domain, score_threshold)
@@ -374,7 +373,8 @@ def record(report: Any, study: ScoreStudy, *, score_threshold: float, min_separa
                       if gap.recommended is not None else "no threshold separates the sets: see the trade-off table"),
                 detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}")
 
-    median, highest = float(np.nanmedian(in_top1)), float(np.nanmax(in_top1))
+    answered = [s for s in in_top1 if not math.isnan(s)]  # queries with no result have no top-1 to describe
+    median, highest = (statistics.median(answered), max(answered)) if answered else (math.nan, math.nan)
     in_kept, ood_kept = sum(s >= score_threshold for s in in_top1), sum(s >= score_threshold for s in ood_top1)
     in_scores = _every_score(study.in_domain)
     report.finding(f"in-domain top-1 scores run from {gap.lowest_in_domain:.3f} to {highest:.3f} (median "

@@ -42,8 +42,8 @@ class ServiceOptions:
     Attributes:
         query_max_chars: longest query accepted (seed 003 assumes 500 characters).
         max_body_bytes: largest request body; a larger one is refused with 413 before it is read.
-        warm_up: embed one text at start-up so the first query pays no model warm-up
-            (local models only: a remote call would spend quota on every start).
+        warm_up: run one search at start-up so the first query pays no warm-up (local models
+            only: a remote embedding call would spend quota on every start).
     """
 
     query_max_chars: int = 500
@@ -68,14 +68,15 @@ class ServiceState:
     def start(self) -> list[str]:
         """Warm up and check what can be checked; returns problems found (the service still starts)."""
         problems: list[str] = []
-        if self.options.warm_up and self.retriever.embedder.provider == "local":
-            self.retriever.embedder.embed_queries(["warm-up"])
         try:
             self.metadata.create_schema()
         except RetrievalError as err:
             problems.append(err.message)
         try:
             self.retriever.check_compatibility()
+            if self.options.warm_up and self.retriever.embedder.provider == "local":
+                # one whole search: the model's and the store's first-call costs are paid here, not by a client
+                self.retriever.search("warm-up")
         except RetrievalError as err:
             problems.append(err.message)
         for problem in problems:

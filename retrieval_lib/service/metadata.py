@@ -23,7 +23,7 @@ from __future__ import annotations
 import time
 from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 from urllib.parse import urlsplit
@@ -35,7 +35,7 @@ from ..config import Settings, redact_url
 from .errors import DatabaseUnavailableError
 
 __all__ = ["ROW_FIELDS", "TableMapping", "CHUNKS", "SEED003_DOCUMENTS", "MetadataDB", "SyncSummary",
-           "row_from_payload", "slug_of", "SQLITE_NAME"]
+           "row_from_payload", "slug_of", "SQLITE_NAME", "sync_from_settings"]
 
 #: The columns of table ``chunks`` after ``chunk_id`` (issue 10, FR-004).
 ROW_FIELDS: tuple[str, ...] = (
@@ -121,9 +121,19 @@ class SyncSummary:
     unkeyed: int = 0  # points whose payload has no chunk_id
     warnings: list[str] = field(default_factory=list)
 
+    location: str = ""
+
     @property
     def changed(self) -> int:
         return self.inserted + self.updated + self.deleted
+
+    def line(self) -> str:
+        """One line for the command line."""
+        return (f"metadata rows ({self.location}): {self.inserted} inserted, {self.updated} updated, "
+                f"{self.deleted} deleted, {self.unchanged} unchanged")
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
 
 
 def _engine_for(url: str, timeout: float) -> sa.Engine:
@@ -339,4 +349,19 @@ class MetadataDB:
     def sync_collection(self, store: Any, collection: str) -> SyncSummary:
         """:meth:`sync` from every point of ``collection`` in ``store`` (read in large pages)."""
         fields = ["chunk_id", "source_file", *[f for f in ROW_FIELDS if f not in ("source_path", "slug")]]
-        return self.sync(p.payload or {} for p in store.scroll(collection, with_payload=fields, batch_size=1024))
+        summary = self.sync(p.payload or {} for p in store.scroll(collection, with_payload=fields, batch_size=1024))
+        summary.location = f"{self.backend} {self.location}"
+        return summary
+
+
+def sync_from_settings(settings: Settings, collection: str | None = None) -> SyncSummary:
+    """Bring the configured metadata database in line with the configured collection (after an ingest).
+
+    Raises:
+        VectorStoreError, CollectionNotFoundError: the store cannot be read.
+        DatabaseUnavailableError: the database cannot be written.
+    """
+    from ..store import VectorStore
+
+    with VectorStore.open(settings) as store, MetadataDB.from_settings(settings) as db:
+        return db.sync_collection(store, collection or settings.collection_name)

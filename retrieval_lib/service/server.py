@@ -6,13 +6,15 @@ notebook and the tests).
 from __future__ import annotations
 
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterator, Mapping, Sequence
+from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
@@ -21,7 +23,7 @@ from ..errors import ConfigurationError
 from .app import ServiceOptions, create_app, open_retriever
 from .metadata import MetadataDB
 
-__all__ = ["serve", "free_port", "ServiceProcess"]
+__all__ = ["serve", "free_port", "ServiceProcess", "own_service"]
 
 LOOPBACK = "127.0.0.1"
 
@@ -64,18 +66,18 @@ class ServiceProcess:
     from launch to the first ``/health`` 200 (seed 003 SC-001), None if never healthy.
 
     Args:
-        env: extra environment variables for the child (on top of this process's).
+        env: environment variables for the child, on top of this process's (``inherit_env``) or alone.
         args: extra command-line options for ``serve`` (``["--log-file", "q.log"]``).
         startup_timeout: seconds to wait for ``/health`` to answer.
         require_healthy: wait for a 200, not just any answer (a 503 from a service whose
             dependency is down is an answer).
     """
 
-    def __init__(self, *, env: Mapping[str, str] | None = None, args: Sequence[str] = (),
+    def __init__(self, *, env: Mapping[str, str] | None = None, inherit_env: bool = True, args: Sequence[str] = (),
                  startup_timeout: float = 60.0, require_healthy: bool = True, stop_timeout: float = 10.0) -> None:
         self.port = free_port()
         self.url = f"http://{LOOPBACK}:{self.port}"
-        self.env = {**os.environ, **(env or {})}
+        self.env = {**(os.environ if inherit_env else {}), **(env or {})}
         self.args = list(args)
         self.startup_timeout = startup_timeout
         self.require_healthy = require_healthy
@@ -154,3 +156,21 @@ class ServiceProcess:
 
     def __exit__(self, *exc: Any) -> None:
         self.close()
+
+
+@contextmanager
+def own_service(settings: Settings, *, startup_timeout: float = 120.0) -> Iterator[ServiceProcess]:
+    """The project's own service for the duration of a ``with`` block, on a free loopback port.
+
+    An embedded store can be opened by one process only, and the caller (a notebook)
+    keeps its own: the service gets a copy of the folder (its SQLite metadata included),
+    removed afterwards. A server store is shared as it is.
+    """
+    with tempfile.TemporaryDirectory(prefix="retrieval-api-") as tmp:
+        env: dict[str, str] = {}
+        if not settings.qdrant_url:
+            copy = Path(tmp) / "store"
+            shutil.copytree(settings.qdrant_path, copy, ignore=shutil.ignore_patterns(".lock"))
+            env["QDRANT_PATH"] = str(copy)
+        with ServiceProcess(env=env, startup_timeout=startup_timeout) as svc:
+            yield svc

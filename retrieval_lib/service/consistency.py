@@ -1,0 +1,115 @@
+"""Do the metadata rows and the vectors agree? Points without a row, rows without a point, fields that differ.
+
+Both sides are read whole, in large pages: the collection's payloads by scroll,
+the table's rows by one streamed query. A field is compared only where the
+table has a column for it (a team's ``documents`` table holds fewer), and a
+payload is read under the common names (``source_file`` or ``source_path``,
+``chunk_sequence`` or ``order_index``, the URL path as the slug when there is none).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from ..report import NotebookReport
+from .metadata import ROW_FIELDS, MetadataDB, slug_of
+
+__all__ = ["MetadataConsistency", "payload_view", "compare", "compare_store", "record"]
+
+# Examples kept per kind of disagreement.
+_EXAMPLES = 5
+
+
+def payload_view(payload: Mapping[str, Any]) -> dict[str, Any]:
+    """A payload's values under the row's field names (see the module docstring)."""
+    url = payload.get("source_url")
+    sequence = payload.get("chunk_sequence", payload.get("order_index"))
+    return {
+        "source_path": payload.get("source_file") or payload.get("source_path"),
+        "slug": payload.get("slug") or slug_of(url),
+        "chunk_sequence": sequence,
+        **{f: payload.get(f) for f in ROW_FIELDS if f not in ("source_path", "slug", "chunk_sequence")},
+    }
+
+
+@dataclass
+class MetadataConsistency:
+    """The comparison's counts, with a few examples of each kind of disagreement."""
+
+    points: int = 0
+    rows: int = 0
+    unkeyed_points: int = 0
+    points_without_row: int = 0
+    rows_without_point: int = 0
+    differing_fields: dict[str, int] = field(default_factory=dict)
+    examples: list[str] = field(default_factory=list)
+
+    @property
+    def differing(self) -> int:
+        return sum(self.differing_fields.values())
+
+    @property
+    def consistent(self) -> bool:
+        return not (self.points_without_row or self.rows_without_point or self.differing or self.unkeyed_points)
+
+
+def compare(payloads: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str, Any]],
+            fields: Iterable[str] = ROW_FIELDS) -> MetadataConsistency:
+    """Compare every point's payload with the row of its ``chunk_id`` on ``fields``."""
+    result = MetadataConsistency()
+    fields = list(fields)
+    by_id: dict[str, Mapping[str, Any]] = {}
+    for row in rows:
+        by_id[str(row["chunk_id"])] = row
+    result.rows = len(by_id)
+    seen: set[str] = set()
+    for payload in payloads:
+        result.points += 1
+        chunk_id = payload.get("chunk_id")
+        if chunk_id in (None, ""):
+            result.unkeyed_points += 1
+            continue
+        key = str(chunk_id)
+        seen.add(key)
+        found = by_id.get(key)
+        if found is None:
+            result.points_without_row += 1
+            if result.points_without_row <= _EXAMPLES:
+                result.examples.append(f"point {key} has no row")
+            continue
+        row, view = found, payload_view(payload)
+        for name in fields:
+            if name in row and row[name] != view.get(name):
+                result.differing_fields[name] = result.differing_fields.get(name, 0) + 1
+                if result.differing_fields[name] <= _EXAMPLES:
+                    result.examples.append(f"{key}: {name} is {view.get(name)!r} in the payload, "
+                                           f"{row[name]!r} in the row")
+    orphans = sorted(set(by_id) - seen)
+    result.rows_without_point = len(orphans)
+    result.examples += [f"row {k} has no point" for k in orphans[:_EXAMPLES]]
+    return result
+
+
+def compare_store(store: Any, collection: str, db: MetadataDB) -> MetadataConsistency:
+    """:func:`compare` of ``collection`` in ``store`` with the rows of ``db`` (on the columns its table has)."""
+    fields = [f for f in ROW_FIELDS if db.mapping.column(f)]
+    payloads = (p.payload or {} for p in store.scroll(collection, with_payload=True, batch_size=1024))
+    return compare(payloads, db.iter_rows(), fields)
+
+
+def record(report: NotebookReport, result: MetadataConsistency) -> None:
+    """Gate: every point has its row, every row its point, and the fields agree; counts as metrics."""
+    for name in ("points", "rows", "points_without_row", "rows_without_point", "unkeyed_points", "differing"):
+        report.metric(f"metadata_{name}", getattr(result, name))
+    differing = ", ".join(f"{k} {n}" for k, n in sorted(result.differing_fields.items())) or "none"
+    report.gate(
+        "metadata rows and vector points agree", result.consistent, value=result.points_without_row
+        + result.rows_without_point + result.differing + result.unkeyed_points, threshold=0, rule="==",
+        detail=(f"{result.points} points, {result.rows} rows: {result.points_without_row} points without a row, "
+                f"{result.rows_without_point} rows without a point, fields differing: {differing}"),
+        hint="run `python -m retrieval_lib ingest` to bring the rows in line with the collection",
+    )
+    for example in result.examples[:_EXAMPLES]:
+        report.finding(f"metadata: {example}")

@@ -1,0 +1,191 @@
+"""Notebook 07's package side: duplicate share, the one warning list, gates/findings/metrics, tables, figures."""
+
+from __future__ import annotations
+
+import pytest
+from fakes.embedders import FakeEmbedder
+
+from retrieval_lib import PAYLOAD_FIELDS, VectorStore
+from retrieval_lib.checks import health
+from retrieval_lib.checks.health import PayloadScan
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.models import CollectionStats, UnreportedField
+from retrieval_lib.report import NotebookReport
+from retrieval_lib.store import size_warning
+
+EMBEDDER = FakeEmbedder.fixed([1.0, 0.0, 0.0, 0.0])  # model "fixed-model", 4 dimensions
+THRESHOLDS = {"min_points": 10, "max_duplicate_share": 0.0, "min_metadata_completeness": 100.0}
+
+
+def scan_of(points: int = 12, *, complete: int | None = None, duplicates: dict[str, int] | None = None,
+            versions: dict[str, int] | None = None, warnings: list[str] | None = None) -> PayloadScan:
+    versions = {"fixed-model": points} if versions is None else versions
+    complete = points if complete is None else complete
+    present = dict.fromkeys(PAYLOAD_FIELDS, points) | {"section_title": complete}
+    return PayloadScan(points=points, field_present=present, complete_points=complete,
+                       duplicate_hashes=duplicates or {}, model_versions=versions,
+                       foreign_model_points=sum(n for m, n in versions.items() if m != "fixed-model"),
+                       points_per_file={"a.md": points - points // 3, "b.md": points // 3} if points else {},
+                       warnings=list(warnings or []))
+
+
+def stats_of(count: int = 12, *, dimensions: int = 4, warnings: list[str] | None = None,
+             unreported: list[UnreportedField] | None = None) -> CollectionStats:
+    return CollectionStats(collection="c", location=":memory:", vector_count=count, points_count=count,
+                           dimensions=dimensions, distance="Cosine", index_status="green", segments_count=1,
+                           disk_data_size_bytes=None, ram_data_size_bytes=None, warnings=list(warnings or []),
+                           unreported=list(unreported or []))
+
+
+def record(scan: PayloadScan, stats: CollectionStats, tmp_path, **thresholds) -> NotebookReport:
+    report = NotebookReport("07_test", "t", tmp_path)
+    health.record(report, scan, stats, EMBEDDER, **(THRESHOLDS | thresholds))
+    return report
+
+
+def gate(report: NotebookReport, start: str):
+    return next(g for g in report.gates if g.name.startswith(start))
+
+
+# ---------------------------------------------------------------------- the duplicate share lives on the scan
+def test_duplicate_share_counts_the_copies_beyond_the_first_of_each_group():
+    scan = scan_of(20, duplicates={"h1": 3, "h2": 2})
+    assert scan.extra_copies == 3 and scan.duplicate_share == pytest.approx(3 / 20)
+    assert scan.as_dict()["duplicate_share"] == pytest.approx(0.15)
+    empty = scan_of(0)
+    assert empty.extra_copies == 0 and empty.duplicate_share == 0.0
+
+
+def test_a_real_scan_reports_its_duplicate_share_and_warns_once_per_extra_copy():
+    from qdrant_client import models
+
+    store = VectorStore.in_memory()
+    store.create_collection("d", 4)
+    payloads = [{"content_hash": h, "model_version": "fixed-model", "source_file": "a.md"} for h in "aaabbc"]
+    store.upsert("d", [models.PointStruct(id=i + 1, vector=[1, 0, 0, 0], payload=p) for i, p in enumerate(payloads)])
+    scan = health.scan_payloads(store, "d", expected_model="fixed-model")
+    assert scan.duplicate_hashes == {"a": 3, "b": 2} and scan.extra_copies == 3
+    assert scan.duplicate_share == pytest.approx(0.5)
+    assert "3 points repeat the text of another" in scan.warnings
+    store.close()
+
+
+def test_scan_refuses_a_batch_size_below_one():
+    store = VectorStore.in_memory()
+    with pytest.raises(ValidationError) as err:
+        health.scan_payloads(store, "x", batch_size=0)
+    assert err.value.field == "batch_size"
+    store.close()
+
+
+# ---------------------------------------------------------------------- one warning list
+def test_collection_warnings_show_the_shared_small_collection_warning_once():
+    small = size_warning("c", 5)
+    assert small is not None
+    warnings = health.collection_warnings(stats_of(5, warnings=["local mode", small]), scan_of(5, warnings=[small]),
+                                          min_points=3)
+    assert warnings == ["local mode", small]
+
+
+def test_collection_warnings_add_min_points_and_a_count_disagreement():
+    warnings = health.collection_warnings(stats_of(13), scan_of(12), min_points=20)
+    assert warnings == ["the collection holds 12 points, below min_points 20",
+                        "Qdrant counts 13 points but the scan read 12"]
+    assert health.collection_warnings(stats_of(12), scan_of(12), min_points=12) == []
+
+
+# ---------------------------------------------------------------------- record: every gate passes and fails
+def test_a_sound_collection_passes_every_gate(tmp_path):
+    report = record(scan_of(12), stats_of(12, unreported=[UnreportedField(field="ram", reason="why")]), tmp_path)
+    assert [(g.name, g.passed, g.value) for g in report.gates] == [
+        ("at least 10 points", True, 12), ("metadata completeness >= 100%", True, 100.0),
+        ("duplicate share <= 0", True, 0.0), ("every point embedded with the configured model", True, 0),
+        ("collection dimension == embedder dimension", True, 4)]
+    assert report.gates[3].detail == "configured fixed-model; found fixed-model (12)"
+    assert report.findings[:4] == [
+        "12 points from 2 source files (4-8 per file), 4-dimensional Cosine vectors, index status green, 1 segment(s)",
+        "metadata completeness 100.00% (12/12 points); every field on every point",
+        "0 duplicate content_hash groups (0 extra copies, share 0.0000)",
+        "model_version: fixed-model on 12 points; configured embedder fixed-model (4 dims, collection 4)"]
+    assert "unreported by this backend: ram (why)" in report.findings
+    assert report.metrics["duplicate_share"] == 0.0 and report.metrics["source_files"] == 2 and report.passed
+
+
+def test_too_few_points_fail_and_become_a_warning_finding(tmp_path):
+    report = record(scan_of(12), stats_of(12), tmp_path, min_points=13)
+    assert not gate(report, "at least 13 points").passed
+    assert "warning: the collection holds 12 points, below min_points 13" in report.findings
+
+
+def test_incomplete_metadata_fails_and_names_the_least_present_field(tmp_path):
+    report = record(scan_of(12, complete=9), stats_of(12), tmp_path)
+    g = gate(report, "metadata completeness")
+    assert (g.passed, g.value, g.detail) == (False, 75.0, "9/12 points carry every payload field")
+    assert any(f.endswith("least present field 'section_title' at 75%") for f in report.findings)
+    assert record(scan_of(12, complete=9), stats_of(12), tmp_path, min_metadata_completeness=75.0).passed
+
+
+def test_duplicates_above_the_share_fail_with_value_and_detail_from_the_scan(tmp_path):
+    scan = scan_of(20, duplicates={"h1": 3, "h2": 2})
+    g = gate(record(scan, stats_of(20), tmp_path), "duplicate share")
+    assert (g.passed, g.value, g.detail) == (False, 0.15, "2 content_hash groups, 3 extra copies")
+    assert gate(record(scan, stats_of(20), tmp_path, max_duplicate_share=0.15), "duplicate share").passed
+
+
+def test_points_from_another_model_fail_the_model_gate(tmp_path):
+    report = record(scan_of(12, versions={"fixed-model": 10, "old-model": 2}), stats_of(12), tmp_path)
+    g = gate(report, "every point embedded")
+    assert (g.passed, g.value) == (False, 2)
+    assert g.detail == "configured fixed-model; found fixed-model (10), old-model (2)"
+    assert report.findings[3].startswith("model_version: fixed-model on 10 points, old-model on 2 points;")
+
+
+def test_an_empty_collection_fails_the_model_gate_and_warns_once(tmp_path):
+    empty = size_warning("c", 0)
+    report = record(scan_of(0, warnings=[empty]), stats_of(0, warnings=[empty]), tmp_path, min_points=0)
+    assert not gate(report, "every point embedded").passed
+    assert report.findings.count(f"warning: {empty}") == 1
+
+
+def test_a_dimension_mismatch_fails(tmp_path):
+    g = gate(record(scan_of(12), stats_of(12, dimensions=384), tmp_path), "collection dimension")
+    assert (g.passed, g.value, g.threshold) == (False, 384, 4)
+
+
+@pytest.mark.parametrize("field, value", [("min_points", -1), ("min_points", 2.5), ("max_duplicate_share", 1.5),
+                                          ("min_metadata_completeness", 101.0), ("max_duplicate_share", True)])
+def test_record_refuses_thresholds_out_of_range(tmp_path, field, value):
+    with pytest.raises(ValidationError) as err:
+        record(scan_of(12), stats_of(12), tmp_path, **{field: value})
+    assert err.value.field == field
+
+
+# ---------------------------------------------------------------------- tables and figures
+def test_tables_show_what_the_scan_and_the_stats_hold():
+    stats = stats_of(12, unreported=[UnreportedField(field="ram_data_size_bytes", reason="no accounting")])
+    table = health.stats_frame(stats).set_index("field")
+    assert table.loc["vector_count", "value"] == "12"
+    assert tuple(table.loc["ram_data_size_bytes"]) == ("unreported", "no accounting")
+    scan = scan_of(3, complete=2, duplicates={"b" * 20: 2, "a" * 20: 2, "c" * 20: 3})
+    completeness = health.completeness_frame(scan, decimals=2).set_index("field")
+    assert completeness.loc["section_title", "percent"] == 66.67
+    assert list(health.duplicates_frame(scan)["content_hash"]) == ["c" * 16, "a" * 16, "b" * 16]
+    assert health.per_file_frame(scan).to_dict("list") == {"source_file": ["a.md", "b.md"], "points": [2, 1]}
+    versions = health.models_frame(scan_of(3, versions={"fixed-model": 2, "x": 1}), "fixed-model")
+    assert list(versions["matches_configured_model"]) == [True, False]
+
+
+def test_figures_colour_fields_below_the_minimum_red():
+    import matplotlib.pyplot as plt
+    from matplotlib.colors import to_hex
+
+    fig = health.completeness_figure(scan_of(4, complete=3), 100.0)
+    per_file = health.per_file_figure(scan_of(4))
+    try:
+        bars = dict(zip(PAYLOAD_FIELDS, fig.axes[0].patches))
+        assert to_hex(bars["section_title"].get_facecolor()) == to_hex("tab:red")
+        assert to_hex(bars["chunk_id"].get_facecolor()) == to_hex("tab:green")
+        assert [p.get_width() for p in per_file.axes[0].patches] == [3, 1]
+    finally:
+        plt.close(fig)
+        plt.close(per_file)

@@ -1,0 +1,170 @@
+"""Notebook 06's package side: warm-up, the backend note, gates/findings/metrics and verdict lines, table, figure."""
+
+from __future__ import annotations
+
+import pytest
+from fakes.embedders import FakeEmbedder
+from qdrant_client import models
+
+from retrieval_lib import Retriever, VectorStore
+from retrieval_lib.checks import latency
+from retrieval_lib.checks.latency import ConcurrentRun, TimedSearch, Warmup
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.report import NotebookReport
+
+RANK_A = (("1", 0.9), ("2", 0.5))
+RANK_B = (("2", 0.9), ("1", 0.5))
+NOTE = "the store is a test double"
+
+
+def timed(query: str, ms: float, *, round_no: int = 1, ranking: tuple = RANK_A) -> TimedSearch:
+    return TimedSearch(query=query, round=round_no, embed_ms=ms * 0.9, search_ms=ms * 0.1, execution_time_ms=ms,
+                       call_ms=ms, ranking=ranking)
+
+
+def samples(call_ms: list[float]) -> list[TimedSearch]:
+    """One query per call, one round, the same ranking for every query."""
+    return [timed(f"q{i}", ms) for i, ms in enumerate(call_ms)]
+
+
+def concurrent(**changes) -> ConcurrentRun:
+    base = {"submitted": 10, "concurrency": 2, "completed": 10, "errors": 0, "timed_out": 0, "compared": 10,
+            "mismatched": [], "wall_s": 0.5, "timeout_s": 60.0, "call_ms": [float(i) for i in range(1, 11)]}
+    return ConcurrentRun(**(base | changes))
+
+
+def record(tmp_path, timed: list[TimedSearch], run: ConcurrentRun, target: float = 1500):
+    report = NotebookReport("06_test", "t", tmp_path)
+    text = latency.record(report, timed, run, Warmup(setup_ms=900.0, warmup_ms=40.0), p95_target_ms=target,
+                          note=NOTE)
+    return report, text
+
+
+def test_a_fast_clean_run_passes_and_returns_one_verdict_line_per_gate(tmp_path):
+    report, text = record(tmp_path, samples([10.0] * 19 + [30.0]), concurrent())
+    assert [(g.name, g.passed) for g in report.gates] == [
+        ("p95 latency <= 1500 ms", True), ("concurrent run has zero errors", True),
+        ("concurrent rankings identical to sequential", True)]
+    assert text.splitlines() == [str(g) for g in report.gates]
+    assert report.gates[0].value == pytest.approx(11.0)  # linear p95 of nineteen 10s and one 30
+    assert report.gates[0].parameter == "latency_p95_target_ms" and report.gates[0].rule == "<="
+    assert report.findings[-1] == NOTE
+    assert report.findings[0].startswith("one at a time (20 calls): call_ms p50 10.0 ms, p95 11.0 ms")
+    assert "100.0% of calls under 2 s" in report.findings[0] and "embedding takes 90%" in report.findings[1]
+    assert "store open + model load 900 ms, first search 40 ms" in report.findings[3]
+    m = report.metrics
+    assert m["sequential_calls"] == 20 and m["sequential_throughput_qps"] == pytest.approx(20 / 0.22)
+    assert m["concurrent_call_ms_max"] == 10.0 and m["concurrent_call_ms_p50"] == pytest.approx(5.5)
+    assert m["rankings_stable_across_rounds"] is True and m["rankings_identical"] is True and report.passed
+
+
+def test_a_slow_p95_fails_the_latency_gate_only(tmp_path):
+    report, text = record(tmp_path, samples([2500.0] * 4), concurrent())
+    assert [g.passed for g in report.gates] == [False, True, True]
+    assert "p95 ABOVE the 1500 ms target" in report.findings[0] and "0.0% of calls under 2 s" in report.findings[0]
+    assert text.splitlines()[0].startswith("[FAIL] p95 latency <= 1500 ms: whole-call p95 2500.0 ms")
+
+
+@pytest.mark.parametrize("changes", [{"errors": 1, "completed": 9, "compared": 9},
+                                     {"timed_out": 2, "completed": 8, "compared": 8},
+                                     {"completed": 9, "compared": 9}])
+def test_errors_timeouts_or_missing_answers_fail_the_concurrency_gate(tmp_path, changes):
+    report, _ = record(tmp_path, samples([10.0] * 4), concurrent(**changes))
+    g = report.gates[1]
+    assert not g.passed and g.value == changes.get("errors", 0) + changes.get("timed_out", 0)
+    assert g.detail.startswith(f"{changes['completed']}/10 completed") and g.detail.endswith("limit 60 s)")
+
+
+def test_a_differing_concurrent_answer_fails_the_ranking_gate_and_is_named(tmp_path):
+    report, _ = record(tmp_path, samples([10.0] * 4), concurrent(mismatched=["q1"], score_tol=1e-3))
+    g = report.gates[2]
+    assert (g.passed, g.value) == (False, 1)
+    assert g.detail == "10 answers compared (ids, order, scores within 0.001); differing: q1"
+
+
+def test_rankings_that_change_between_rounds_are_recorded(tmp_path):
+    rounds = [timed("q0", 10.0), timed("q1", 10.0), timed("q0", 10.0, round_no=2, ranking=RANK_B),
+              timed("q1", 10.0, round_no=2)]
+    report, _ = record(tmp_path, rounds, concurrent())
+    assert report.metrics["rankings_stable_across_rounds"] is False
+    report, _ = record(tmp_path, rounds[:2] + [timed("q0", 10.0, round_no=2)] + rounds[3:], concurrent())
+    assert report.metrics["rankings_stable_across_rounds"] is True
+
+
+@pytest.mark.parametrize("target", [0, -5, True])
+def test_record_refuses_a_target_that_is_not_positive(tmp_path, target):
+    with pytest.raises(ValidationError) as err:
+        record(tmp_path, samples([10.0]), concurrent(), target=target)
+    assert err.value.field == "p95_target_ms"
+
+
+def test_record_refuses_no_samples(tmp_path):
+    with pytest.raises(ValidationError) as err:
+        record(tmp_path, [], concurrent())
+    assert err.value.field == "samples"
+
+
+# ---------------------------------------------------------------------- concurrent run texts
+def test_concurrent_describe_holds_counts_only_and_lists_failures():
+    assert concurrent().describe().splitlines() == [
+        "10 searches submitted to 2 threads: 10 completed, 0 errors, 0 timed out",
+        "10 answers compared with the sequential ranking; rankings identical: True"]
+    text = concurrent(errors=1, completed=9, compared=9, error_types={"EmbeddingError": 1}, mismatched=["q"]).describe()
+    assert "errors by type: {'EmbeddingError': 1}" in text and "queries whose ranking differed: ['q']" in text
+    assert concurrent(call_ms=[]).call_percentiles() == {}
+
+
+# ---------------------------------------------------------------------- backend note and warm-up
+class ServerStore:
+    kind = "server"
+
+    def count(self, collection: str) -> int:
+        raise AssertionError("a server's note needs no count")
+
+
+@pytest.fixture()
+def retriever():
+    store = VectorStore.in_memory()
+    store.create_collection("c", 2)
+    store.upsert("c", [models.PointStruct(id=i + 1, vector=[1.0, float(i)], payload={"model_version": "fixed-model"})
+                       for i in range(3)])
+    yield Retriever(store, FakeEmbedder.fixed([1.0, 0.0]), "c")
+    store.close()
+
+
+def test_the_backend_note_says_what_the_timings_measured(retriever):
+    assert "Qdrant server" in latency.backend_note(ServerStore(), "c")
+    local = latency.backend_note(retriever.store, "c")
+    assert local.startswith("the store is qdrant-client local mode (memory): it searches exactly over all 3 points")
+
+
+def test_warm_up_opens_the_retriever_once_and_searches_once(retriever):
+    class Run:
+        opened = 0
+
+        @property
+        def retriever(self):
+            Run.opened += 1
+            return retriever
+
+    warm = latency.warm_up(Run(), "anything", top_k=2)
+    assert Run.opened == 1 and retriever.embedder.query_calls == 1
+    assert warm.setup_ms >= 0 and warm.warmup_ms > 0
+
+
+# ---------------------------------------------------------------------- table and figure
+def test_percentile_table_and_figure():
+    import matplotlib.pyplot as plt
+
+    timed = samples([10.0, 20.0, 30.0, 40.0])
+    table = latency.percentiles_frame(timed, decimals=1).set_index("timing")
+    assert table.loc["call_ms", "p50"] == 25.0 and table.loc["call_ms", "max"] == 40.0
+    assert table.loc["embed_ms", "p95"] == pytest.approx(34.6)
+    fig = latency.figure(timed, concurrent(), 1500)
+    try:
+        box, bars = fig.axes
+        assert [t.get_text() for t in bars.get_xticklabels()] == ["p50", "p95", "p99"]
+        assert [round(p.get_height(), 2) for p in bars.patches] == [25.0, 38.5, 39.7]
+        assert len(box.get_xticklabels()) == 4  # embed, search, call one at a time, call under concurrency
+    finally:
+        plt.close(fig)
