@@ -18,6 +18,7 @@ import math
 import random
 import threading
 import time
+import warnings
 from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import Any, Protocol, runtime_checkable
@@ -92,14 +93,19 @@ def _load_sentence_transformer(model: str):
     key = str(folder)
     with _MODEL_LOCK:
         if key not in _MODEL_CACHE:
-            from transformers.utils import logging as hf_logging
+            # Scoped, not global: inside a notebook kernel without ipywidgets, tqdm.auto (imported by
+            # sentence-transformers) warns "IProgress not found" on stderr, which is noise in every
+            # notebook and would differ between environments; the filter ends with this block.
+            with warnings.catch_warnings():
+                warnings.filterwarnings("ignore", message="IProgress not found")
+                from transformers.utils import logging as hf_logging
 
-            hf_logging.set_verbosity_error()
-            hf_logging.disable_progress_bar()
-            from sentence_transformers import SentenceTransformer
+                hf_logging.set_verbosity_error()
+                hf_logging.disable_progress_bar()
+                from sentence_transformers import SentenceTransformer
 
-            # Never reach for a hub: everything needed is on disk (local_files_only, and a folder path).
-            _MODEL_CACHE[key] = SentenceTransformer(key, device="cpu", local_files_only=True)
+                # Never reach for a hub: everything needed is on disk (local_files_only, and a folder path).
+                _MODEL_CACHE[key] = SentenceTransformer(key, device="cpu", local_files_only=True)
         return _MODEL_CACHE[key]
 
 

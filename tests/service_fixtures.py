@@ -26,7 +26,7 @@ from typing import Any
 
 import pytest
 from corpus import DOCS, fill_collection
-from fakes.cohere_server import embed_text
+from fakes.embedders import FakeEmbedder
 from fastapi.testclient import TestClient
 
 from retrieval_lib import Retriever, VectorStore, load_settings
@@ -35,23 +35,8 @@ from retrieval_lib.service import MetadataDB, ServiceOptions, create_app
 COLLECTION = "book"
 
 
-class BagOfWordsEmbedder:
-    """Deterministic vectors (the Cohere fake's), no model: texts sharing words score high."""
-
-    provider = "test"
-
-    def __init__(self, model: str = "bow-64", dimension: int = 64, input_type: str = "search_document") -> None:
-        self.model = model
-        self.dimension = dimension
-        self.input_type = input_type
-
-    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
-        return [embed_text(t, model=self.model, input_type=self.input_type, dim=self.dimension) for t in texts]
-
-    embed_documents = embed_queries
-
-    def count_tokens(self, text: str) -> int:
-        return len(text.split())
+#: Deterministic vectors (the Cohere fake's), no model: texts sharing words score high.
+BagOfWordsEmbedder = FakeEmbedder.like_cohere_fake
 
 
 def _distinct_chunk_ids(docs: Sequence[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -15,8 +15,8 @@ NOTEBOOKS = list_notebooks()
 PROFILES = sorted((PROJECT_ROOT / "params").glob("*.yaml"))
 
 
-def test_the_seven_numbered_notebooks_exist():
-    assert [nb.stem[:2] for nb in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07"]
+def test_the_numbered_notebooks_exist():
+    assert [nb.stem[:2] for nb in NOTEBOOKS] == ["01", "02", "03", "04", "05", "06", "07", "08"]
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)

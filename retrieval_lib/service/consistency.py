@@ -13,10 +13,11 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from ..config import Settings
 from ..report import NotebookReport
-from .metadata import ROW_FIELDS, MetadataDB, slug_of
+from .metadata import CHUNKS, ROW_FIELDS, SEED003_DOCUMENTS, MetadataDB, slug_of
 
-__all__ = ["MetadataConsistency", "payload_view", "compare", "compare_store", "record"]
+__all__ = ["MetadataConsistency", "payload_view", "compare", "compare_store", "check", "record", "TABLES"]
 
 # Examples kept per kind of disagreement.
 _EXAMPLES = 5
@@ -97,6 +98,26 @@ def compare_store(store: Any, collection: str, db: MetadataDB) -> MetadataConsis
     fields = [f for f in ROW_FIELDS if db.mapping.column(f)]
     payloads = (p.payload or {} for p in store.scroll(collection, with_payload=True, batch_size=1024))
     return compare(payloads, db.iter_rows(), fields)
+
+
+#: The tables :func:`check` can read, by name: ours, and seed 003's published ``documents``.
+TABLES = {"chunks": CHUNKS, "documents": SEED003_DOCUMENTS}
+
+
+def check(settings: Settings, store: Any, collection: str, *, table: str = "chunks") -> MetadataConsistency:
+    """:func:`compare_store` against the configured metadata database (``DATABASE_URL`` or the SQLite file).
+
+    Raises:
+        ValidationError: ``table`` is not one of :data:`TABLES`.
+        DatabaseUnavailableError: the database cannot be read.
+    """
+    from ..errors import ValidationError
+
+    if table not in TABLES:
+        raise ValidationError(f"metadata_table must be one of {', '.join(TABLES)} (got {table!r})",
+                              field="metadata_table")
+    with MetadataDB.from_settings(settings, create=False, mapping=TABLES[table]) as db:
+        return compare_store(store, collection, db)
 
 
 def record(report: NotebookReport, result: MetadataConsistency) -> None:

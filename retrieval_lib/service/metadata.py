@@ -202,7 +202,8 @@ class MetadataDB:
         return db
 
     @classmethod
-    def from_settings(cls, settings: Settings, *, timeout: float | None = None, create: bool = True) -> MetadataDB:
+    def from_settings(cls, settings: Settings, *, timeout: float | None = None, create: bool = True,
+                      mapping: TableMapping = CHUNKS) -> MetadataDB:
         """``DATABASE_URL`` when set, else the SQLite file in the embedded store's folder.
 
         ``timeout`` (seconds for a connection or a statement) defaults to ``QDRANT_TIMEOUT``.
@@ -210,10 +211,10 @@ class MetadataDB:
         """
         seconds = settings.qdrant_timeout if timeout is None else timeout
         if settings.database_url:
-            return cls.open(settings.database_url, timeout=seconds, create=create)
+            return cls.open(settings.database_url, timeout=seconds, create=create, mapping=mapping)
         path = Path(settings.qdrant_path) / SQLITE_NAME
         path.parent.mkdir(parents=True, exist_ok=True)
-        return cls.open(f"sqlite:///{path}", timeout=seconds, create=create)
+        return cls.open(f"sqlite:///{path}", timeout=seconds, create=create, mapping=mapping)
 
     def close(self) -> None:
         self.engine.dispose()

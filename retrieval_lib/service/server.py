@@ -5,6 +5,7 @@ notebook and the tests).
 
 from __future__ import annotations
 
+import atexit
 import os
 import shutil
 import signal
@@ -23,7 +24,7 @@ from ..errors import ConfigurationError
 from .app import ServiceOptions, create_app, open_retriever
 from .metadata import MetadataDB
 
-__all__ = ["serve", "free_port", "ServiceProcess", "own_service"]
+__all__ = ["serve", "free_port", "ServiceProcess", "own_service", "ApiTarget"]
 
 LOOPBACK = "127.0.0.1"
 
@@ -100,6 +101,7 @@ class ServiceProcess:
         t0 = time.perf_counter()
         self.process = subprocess.Popen(command, env=self.env, stdin=subprocess.DEVNULL, stdout=self._stderr,
                                         stderr=self._stderr)
+        atexit.register(self.stop)  # a kernel that dies mid-notebook must not leave the service running
         deadline = t0 + self.startup_timeout
         with httpx.Client(timeout=2.0, trust_env=False) as client:
             while time.perf_counter() < deadline:
@@ -147,6 +149,7 @@ class ServiceProcess:
 
     def close(self) -> None:
         self.stop()
+        atexit.unregister(self.stop)
         if self._stderr is not None:
             self._stderr.close()
             self._stderr = None
@@ -174,3 +177,45 @@ def own_service(settings: Settings, *, startup_timeout: float = 120.0) -> Iterat
             env["QDRANT_PATH"] = str(copy)
         with ServiceProcess(env=env, startup_timeout=startup_timeout) as svc:
             yield svc
+
+
+class ApiTarget:
+    """The service a notebook validates: the one at ``api_url``, or (empty) our own, started for it.
+
+    Build with :meth:`open`; :meth:`close` stops our own service. ``own`` says whether it is ours
+    (then the library's answers are the reference), ``startup_seconds`` how long ours took to
+    answer ``/health`` 200 after launch (None for a service found running).
+    """
+
+    def __init__(self, client: Any, *, own: bool, startup_seconds: float | None, stack: Any) -> None:
+        self.client = client
+        self.own = own
+        self.startup_seconds = startup_seconds
+        self._stack = stack
+
+    @classmethod
+    def open(cls, api_url: str, settings: Settings, *, timeout: float = 30.0) -> ApiTarget:
+        """Connect to ``api_url``, or start our own service when it is empty.
+
+        Raises:
+            ConfigurationError: ``api_url`` is not an http(s) URL, or our service did not start.
+        """
+        from contextlib import ExitStack
+
+        from .client import ApiClient
+
+        with ExitStack() as stack:
+            svc = stack.enter_context(own_service(settings)) if not api_url else None
+            client = stack.enter_context(ApiClient(svc.url if svc else api_url, timeout=timeout))
+            return cls(client, own=svc is not None, startup_seconds=svc.startup_seconds if svc else None,
+                       stack=stack.pop_all())
+        raise AssertionError("unreachable")  # pragma: no cover - the with block returns
+
+    def describe(self) -> str:
+        """One line: which service is validated (no port or path, so the line is the same on every run)."""
+        return ("this project's own service, started on a free loopback port for this notebook" if self.own
+                else "the service at the given api_url")
+
+    def close(self) -> None:
+        self._stack.close()
+

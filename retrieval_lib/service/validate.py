@@ -24,7 +24,8 @@ from ..search import Retriever, same_ranking
 from .client import Answer, ApiClient, error_view, health_dependencies, ranking_of, results_of
 from .schemas import SEED003_FIELDS
 
-__all__ = ["ERROR_CASES", "Concurrent", "ApiValidation", "validate_service", "record", "cases_frame"]
+__all__ = ["ERROR_CASES", "Concurrent", "ApiValidation", "validate_service", "record", "cases_frame",
+           "latency_frame", "verdicts"]
 
 #: Invalid requests that must each get 400 with an error type and message: (name, JSON body, raw bytes).
 ERROR_CASES: tuple[tuple[str, Any, bytes | None], ...] = (
@@ -177,15 +178,23 @@ def cases_frame(v: ApiValidation) -> Any:
         view = error_view(a.body) or {}
         rows.append({"probe": name, "status": a.status, "results": None, "error type": view.get("type"),
                      "as specified": _error_ok(a)})
-    return pd.DataFrame(rows)
+    frame = pd.DataFrame(rows)
+    frame["results"] = frame["results"].astype("Int64")  # whole numbers, blank where an error answered
+    return frame
 
 
-def record(report: NotebookReport, v: ApiValidation, *, max_overhead_ms: float) -> None:
+def record(report: NotebookReport, v: ApiValidation, *, max_overhead_ms: float,
+           startup_seconds: float | None = None) -> None:
     """Record the seed-003 gates, the latency metrics and the findings of ``v`` on ``report``.
 
     Args:
         max_overhead_ms: the largest HTTP p50 minus in-process p50 accepted (only gated with a library).
+        startup_seconds: launch to the first ``/health`` 200 of a service started for the check (SC-001).
     """
+    if startup_seconds is not None:
+        report.metric("startup_seconds", startup_seconds)
+        report.finding(f"our own service answered /health 200 {startup_seconds:.1f} s after launch, model loaded "
+                       "(seed 003 SC-001 asks for 10 s)")
     deps = v.dependencies
     down = [name for name, up in deps.items() if up is False]
     named = ", ".join(f"{k} {'up' if up else 'down' if up is False else 'unreported'}" for k, up in deps.items())
@@ -242,3 +251,24 @@ def record(report: NotebookReport, v: ApiValidation, *, max_overhead_ms: float) 
     sent = len(v.answers) + len(v.errors) + 2
     report.finding(f"{sent} probes of the contract, {sum(c.n for c in v.concurrent)} concurrent and "
                    f"{len(v.http_ms)} timed searches were sent over HTTP; {len(report.gates)} gates judged them")
+
+
+def latency_frame(v: ApiValidation, *, decimals: int = 1) -> Any:
+    """p50 and p95 in ms over HTTP and (when measured) in-process, and their difference."""
+    import pandas as pd
+
+    http = (_p(v.http_ms, 50), _p(v.http_ms, 95))
+    rows: list[dict[str, Any]] = [{"path": "HTTP /search", "p50_ms": http[0], "p95_ms": http[1],
+                                   "calls": len(v.http_ms)}]
+    if v.library_ms:
+        lib = (_p(v.library_ms, 50), _p(v.library_ms, 95))
+        rows.append({"path": "library in-process", "p50_ms": lib[0], "p95_ms": lib[1], "calls": len(v.library_ms)})
+        rows.append({"path": "overhead (HTTP - library)", "p50_ms": http[0] - lib[0], "p95_ms": http[1] - lib[1],
+                     "calls": None})
+    return pd.DataFrame(rows).round(decimals)
+
+
+def verdicts(report: NotebookReport) -> str:
+    """``PASS``/``FAIL`` and the gate's name, one per line: the part of the result that is the same on every run."""
+    return "\n".join(f"{'PASS' if g.passed else 'FAIL'}  {g.name}" for g in report.gates)
+

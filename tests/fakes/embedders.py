@@ -22,6 +22,7 @@ The configurations the suite uses:
 ``FakeEmbedder.tiny()``                            4 dims from character statistics (store faults)
 ``FakeEmbedder.fixed(v)``                          every text becomes ``v`` (scores chosen exactly)
 ``FakeEmbedder.table({text: v})``                  a lookup table (exact cosines)
+``FakeEmbedder.like_cohere_fake()``                the loopback Cohere fake's vectors, without the server
 ``FakeEmbedder(inner=e)``                          counts what reaches the real embedder ``e``
 ``FakeEmbedder(inner=e, query_noise=s, seed=k)``   an unstable backend
 ``FakeEmbedder(inner=e, failing_query=t)``         an outage for one query
@@ -198,6 +199,17 @@ class FakeEmbedder:
         """Each known text maps to its vector in ``table`` (all of one length)."""
         dimension = len(next(iter(table.values())))
         return cls(lookup(table), provider="table", model="table-model", dimension=dimension, **options)
+
+    @classmethod
+    def like_cohere_fake(cls, model: str = "bow-64", dimension: int = 64, input_type: str = "search_document",
+                         **options: Any) -> FakeEmbedder:
+        """The loopback Cohere fake's vectors for ``input_type`` (``fakes.cohere_server.embed_text``), no server."""
+        from fakes.cohere_server import embed_text
+
+        def vector(text: str) -> list[float]:
+            return embed_text(text, model=model, input_type=input_type, dim=dimension)
+
+        return cls(vector, model=model, dimension=dimension, **options)
 
     # ---- the Embedder protocol ----------------------------------------------------------------------
     @property
