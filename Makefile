@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 KERNEL := retrieval-lib
 
-.PHONY: setup demo test lint nbval nbval-portable lab sample bench refresh clean
+.PHONY: setup demo test test-sdk lint nbval nbval-portable lab sample bench refresh clean
 
 setup: $(STAMP)
 
@@ -25,6 +25,11 @@ demo: sample
 test: sample
 	$(PY) -m pytest tests
 	$(MAKE) --no-print-directory nbval
+
+# Characterisation tests that wait on the SDKs' own default timeouts and backoff (seconds each);
+# production always sets its own, so they stay out of the default run.
+test-sdk: sample
+	$(PY) -m pytest tests -m sdk_defaults
 
 # The stored notebook outputs, compared cell by cell (nbval).
 nbval: sample

@@ -10,7 +10,7 @@ import pytest
 from retrieval_lib.cli import build_parser, main
 from retrieval_lib.config import PROJECT_ROOT
 
-COMMANDS = ("search", "stats", "ingest", "run")
+COMMANDS = ("search", "stats", "ingest", "run", "serve")
 
 
 def test_a_bare_call_lists_the_commands_and_exits_0(capsys):
