@@ -2,7 +2,8 @@
 
 Starts the project's own service (``python -m retrieval_lib serve``, over a copy of the
 embedded store) on a free loopback port, and times the same queries both ways in the
-same run: per-call latency p50/p95 and throughput, with the HTTP/in-process ratios.
+same run (in ABBA order, so a change in the machine's load hits both alike): per-call latency
+p50/p95 and throughput, with the HTTP/in-process ratios.
 Seed-003 targets (issue 10): HTTP p50 <= in-process p50 + 5 ms at concurrency 1, and at
 concurrency 100 a throughput of at least 0.8x the library's.
 
@@ -32,12 +33,12 @@ def timed(call: Callable[[str], object], queries: list[str], n: int, concurrency
         call(queries[i % len(queries)])
         return (time.perf_counter() - t) * 1000
 
+    # Always from pool threads, even at concurrency 1: the service runs each search in a worker thread, and on
+    # a busy machine torch's two intra-op threads make a call from the MAIN thread many times slower
+    # (measured here at load 3 on 2 cores: about 450 ms against 20 ms a call).
     t0 = time.perf_counter()
-    if concurrency == 1:
-        ms = [one(i) for i in range(n)]
-    else:
-        with ThreadPoolExecutor(concurrency) as pool:
-            ms = list(pool.map(one, range(n)))
+    with ThreadPoolExecutor(concurrency) as pool:
+        ms = list(pool.map(one, range(n)))
     return ms, time.perf_counter() - t0
 
 
@@ -66,11 +67,14 @@ def main() -> None:
         print(f"{'concurrency':>11} {'path':>10} {'p50 ms':>9} {'p95 ms':>9} {'calls/s':>9}")
         for concurrency in (1, 10, 100):
             n = len(queries) * args.rounds if concurrency == 1 else args.requests
-            lib_ms, lib_s = timed(retriever.search, queries, n, concurrency)
-            api_ms, api_s = timed(http, queries, n, concurrency)
+            # ABBA order, half the calls each time: a change in the machine's load hits both paths alike
+            samples: dict[str, tuple[list[float], float]] = {"library": ([], 0.0), "HTTP": ([], 0.0)}
+            for name in ("library", "HTTP", "HTTP", "library"):
+                ms, seconds = timed(retriever.search if name == "library" else http, queries, n // 2, concurrency)
+                samples[name] = (samples[name][0] + ms, samples[name][1] + seconds)
             figures = {}
-            for name, ms, seconds in (("library", lib_ms, lib_s), ("HTTP", api_ms, api_s)):
-                figures[name] = (percentile(ms, 50), percentile(ms, 95), n / seconds)
+            for name, (ms, seconds) in samples.items():
+                figures[name] = (percentile(ms, 50), percentile(ms, 95), len(ms) / seconds)
                 p50, p95, qps = figures[name]
                 print(f"{concurrency:>11} {name:>10} {p50:9.2f} {p95:9.2f} {qps:9.1f}")
             (l50, l95, lq), (h50, h95, hq) = figures["library"], figures["HTTP"]
