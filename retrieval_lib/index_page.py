@@ -24,7 +24,7 @@ h1{margin-bottom:.2rem}.sub{color:#5b6478;margin-top:0}
 .ok{background:#1f8a4c}.bad{background:#c0392b}.err{background:#8e44ad}.warn{background:#b9770e}
 table{border-collapse:collapse;width:100%;margin:.6rem 0 1.4rem;font-size:.92rem}
 th,td{border-bottom:1px solid #e3e6ec;padding:.35rem .5rem;text-align:left;vertical-align:top;
-overflow-wrap:anywhere}
+overflow-wrap:break-word}
 th{background:#f4f6fa}.pass{color:#1f8a4c;font-weight:600}.fail{color:#c0392b;font-weight:600}
 table.facts th{width:12rem;background:none;color:#5b6478;font-weight:500}
 section{border:1px solid #e3e6ec;border-radius:8px;padding:.8rem 1.1rem;margin:1rem 0}

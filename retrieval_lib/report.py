@@ -233,6 +233,8 @@ class NotebookRun:
         self._retriever: Any = None
         self.finished = False
         self._hooked = self._register_hook()
+        if self._hooked:
+            _display_for_reports()
 
     @property
     def settings(self) -> Any:
@@ -320,6 +322,15 @@ class NotebookRun:
             except ValueError:
                 pass
         self._hooked = False
+
+
+def _display_for_reports() -> None:
+    """Tables in a notebook kernel show whole paths and titles (wrapped by the page, never cut with "...")."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a pinned dependency
+        return
+    pd.set_option("display.max_colwidth", None)
 
 
 def open_run(notebook: str, title: str, run_dir: str | os.PathLike[str] | None = None, *,

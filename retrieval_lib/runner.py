@@ -176,7 +176,13 @@ def _render_html(executed: Path, target: Path, parameters: dict[str, Any]) -> No
     body, _ = exporter.from_notebook_node(nb)
     style = ("<style>.jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{text-align:left!important;"
              "white-space:normal;overflow-wrap:anywhere}</style>")
-    target.write_text(body.replace("</head>", style + "</head>", 1), encoding="utf-8")
+    body = _MISSING_CELL.sub("<td>—</td>", body.replace("</head>", style + "</head>", 1))
+    body = body.replace("<td>True</td>", "<td>yes</td>").replace("<td>False</td>", "<td>no</td>")
+    target.write_text(body, encoding="utf-8")
+
+
+# pandas' renderings of a missing value in an HTML table cell; a reader sees a dash
+_MISSING_CELL = re.compile(r"<td>(?:NaN|None|nan|&lt;NA&gt;|NaT)</td>")
 
 
 def _version() -> str:

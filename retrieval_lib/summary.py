@@ -52,6 +52,8 @@ def format_value(value: Any, unit: str = "") -> str:
         return "yes" if value else "no"
     if unit == "bytes" and isinstance(value, (int, float)):
         return f"{value / 2**20:.3g} MiB"
+    if unit == "share" and isinstance(value, (int, float)):  # a fraction of 1, read as a percentage
+        return f"{value * 100:.4g} %"
     if isinstance(value, float):
         if math.isnan(value):
             return "not measured"
@@ -71,7 +73,7 @@ def format_value(value: Any, unit: str = "") -> str:
         return shown + (f" … ({len(items)} in all)" if len(items) > 8 else "")
     else:
         text = str(value)
-    return f"{text} {unit}" if unit and unit not in ("bytes",) else text
+    return f"{text} {unit}" if unit else text
 
 
 def rule_text(gate: dict[str, Any]) -> str:

@@ -98,6 +98,7 @@ def test_figures_read_as_words_not_python():
     assert format_value({"all-MiniLM-L6-v2": 462}) == "all-MiniLM-L6-v2: 462" and format_value(True) == "yes"
     assert format_value(12.5, "ms") == "12.5 ms" and format_value(math.nan) == "not measured"
     assert rule_text(gate("x", True, 14.2, 1500, rule="<=", unit="ms")) == "14.2 ms ≤ 1,500 ms"
+    assert rule_text(gate("x", False, 0.9667, 1.0, rule=">=", unit="share")) == "96.67 % ≥ 100 %"
 
 
 def test_the_report_header_names_what_was_validated_and_failures_come_first():

@@ -78,12 +78,13 @@ def run_search(state: ServiceState, body: SearchRequest) -> dict[str, Any]:
 
 @router.post("/search", response_model=SearchAnswer, responses=_ERRORS,
              summary="Semantic search: the best chunks for a question, with their metadata")
-def search(body: SearchRequest, request: Request) -> dict[str, Any]:
+def search(body: SearchRequest, request: Request) -> JSONResponse:
     entry = request.scope.get(LOG_KEY, {})
     entry.update(query=body.query, top_k=body.top_k)
     answer = run_search(_state(request), body)
     entry["results"] = answer["total_results"]
-    return answer
+    # built from typed values already, so it is sent as it is (response_model documents it for OpenAPI)
+    return JSONResponse(answer)
 
 
 @router.get("/health", response_model=HealthAnswer, responses={503: {"model": HealthAnswer}},
