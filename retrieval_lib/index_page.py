@@ -11,6 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from .glossary import definition_of, unit_of
 from .specs import explain
 from .summary import duration_text, format_value, gate_hint, rule_text, verdict
 
@@ -36,6 +37,7 @@ code{background:#f4f6fa;padding:0 .25rem;border-radius:3px}
 """
 
 _E = html.escape
+_METRIC_HEAD = "<table><tr><th>figure</th><th>value</th><th>what it is</th></tr>"
 
 
 def _facts(summary: dict[str, Any]) -> str:
@@ -102,8 +104,10 @@ def _section(o: dict[str, Any]) -> str:
         links.append(f'<a href="{_E(o["executed"])}">executed notebook (with code)</a>')
     links += [f'<a href="{_E(t)}">{_E(Path(t).name)}</a>' for t in o.get("tables", [])]
     units = o.get("units") or {}
-    metrics = "".join(f"<tr><td>{_E(_label(k))}</td><td>{_E(format_value(v, units.get(k, '')))}</td></tr>"
-                      for k, v in o.get("metrics", {}).items())
+    metrics = "".join(
+        f'<tr><td title="{_E(definition_of(k))}">{_E(_label(k))}</td>'
+        f"<td>{_E(format_value(v, units.get(k) or unit_of(k)))}</td><td class=\"sub\">{_E(definition_of(k))}</td></tr>"
+        for k, v in o.get("metrics", {}).items())
     findings = "".join(f"<li>{_E(f)}</li>" for f in o.get("findings", []))
     figs = "".join(f'<a href="{_E(f)}"><img src="{_E(f)}" alt="{_E(Path(f).stem)}"></a>' for f in o.get("figures", []))
     error = f'<p class="fail">Error: {_E(o["error"])}</p>' if o.get("error") else ""
@@ -115,7 +119,7 @@ def _section(o: dict[str, Any]) -> str:
         f'<section><h2>{_E(o["notebook"])} <span class="verdict {status_cls}" style="font-size:.75rem">'
         f'{_E(o["status"])}</span></h2><p class="sub">{_E(title)} · {duration_text(o.get("seconds"))}</p>'
         f"{spec_line}{error}{'<ul>' + findings + '</ul>' if findings else ''}"
-        f"{'<table><tr><th>figure</th><th>value</th></tr>' + metrics + '</table>' if metrics else ''}"
+        f"{_METRIC_HEAD + metrics + '</table>' if metrics else ''}"
         f'<div class="figs">{figs}</div><p>{" · ".join(links)}</p></section>'
     )
 

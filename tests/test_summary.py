@@ -137,3 +137,16 @@ def test_specification_codes_are_explained_once_in_a_glossary():
     assert codes_in("seed 000 SC-003 and seed 003 FR-012, again seed 000 SC-003") == [
         "seed 000 SC-003", "seed 003 FR-012"]
     assert "not in the glossary" in explain("seed 000 SC-099")
+
+
+def test_metrics_carry_units_and_definitions_from_the_glossary():
+    from retrieval_lib.glossary import definition_of, unit_of
+
+    assert unit_of("call_ms_p95") == "ms" and "95 percentile" in definition_of("call_ms_p95").replace("p95", "95")
+    assert unit_of("disk_data_size_bytes") == "bytes" and unit_of("reachable_share") == "share"
+    assert unit_of("mystery") == "" and definition_of("mystery") == ""
+    s = summary([gate("g", True, 1, 1, rule=">=")])
+    s["outcomes"][0]["metrics"] = {"reachable_share": 0.9667, "disk_data_size_bytes": 2408448, "call_ms_p95": 14.2}
+    page = render_index(s)
+    assert "96.67 %" in page and "2.3 MiB" in page and "14.2 ms" in page
+    assert 'title="reachable files / all files"' in page
