@@ -16,7 +16,7 @@ import statistics
 import time
 
 from retrieval_lib import Retriever
-from retrieval_lib.checks.latency import percentile
+from retrieval_lib.percentile import percentile
 from retrieval_lib.params import load_query_sets
 
 

@@ -95,8 +95,8 @@ def test_repeated_searches_are_identical(book_store, embedder):
     runs = repeat_search(retriever, QUERIES, repeats=3, top_k=5)
     assert list(runs) == QUERIES and all(len(r) == 3 for r in runs.values())
     reference = {q: r[0] for q, r in runs.items()}
-    frame = consistency_frame(reference, {"repeat": {q: r[1:] for q, r in runs.items()},
-                                          "search_many": {q: [r] for q, r in zip(QUERIES, retriever.search_many(QUERIES))}})
+    batched = {q: [r] for q, r in zip(QUERIES, retriever.search_many(QUERIES))}
+    frame = consistency_frame(reference, {"repeat": {q: r[1:] for q, r in runs.items()}, "search_many": batched})
     assert len(frame) == 3 * 2 + 3
     assert frame["identical"].all() and frame["same_order"].all()
     assert (frame["jaccard"] == 1.0).all() and (frame["rbo"] == 1.0).all() and (frame["kendall_tau"] == 1.0).all()

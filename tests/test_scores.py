@@ -38,8 +38,10 @@ def angled():
     store = VectorStore.in_memory()
     store.create_collection("c", 2)
     store.upsert("c", [
-        models.PointStruct(id=1, vector=table["doc0"], payload={"source_file": "a.md", "model_version": "table-model"}),
-        models.PointStruct(id=2, vector=table["doc30"], payload={"source_file": "b.md", "model_version": "table-model"}),
+        models.PointStruct(id=1, vector=table["doc0"],
+                           payload={"source_file": "a.md", "model_version": "table-model"}),
+        models.PointStruct(id=2, vector=table["doc30"],
+                           payload={"source_file": "b.md", "model_version": "table-model"}),
     ])
     retriever = Retriever(store, embedder, "c")
     yield retriever

@@ -6,7 +6,10 @@
 - :mod:`.guard`: request ids, the body-size limit and the query log (:mod:`.querylog`);
 - :mod:`.metadata`: table ``chunks`` in SQLite or PostgreSQL (SQLAlchemy Core);
 - :mod:`.server`: running it with uvicorn, in this process or as a child process;
-- :mod:`.client` and :mod:`.validate`: checking ANY seed-003 service by its URL (notebook 08).
+- :mod:`.client` and :mod:`.validate`: checking ANY seed-003 service by its URL (notebook 08);
+  :mod:`.consistency`: metadata rows against vector points.
+
+The family imports the core only (never ``checks`` or ``ingest``); the CLI wires it to ``ingest``.
 """
 
 from .app import ServiceOptions, create_app

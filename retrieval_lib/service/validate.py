@@ -17,8 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from typing import Any
 
-import numpy as np
-
+from ..percentile import percentile
 from ..report import NotebookReport
 from ..search import Retriever, same_ranking
 from .client import Answer, ApiClient, error_view, health_dependencies, ranking_of, results_of
@@ -40,9 +39,8 @@ _DEFAULT_TOP_K, _CAP = 5, 20
 
 
 def _p(values: Sequence[float], q: float) -> float:
-    # linear interpolation between order statistics, numpy's default: the same rule as
-    # retrieval_lib.checks.latency.percentile, which this family may not import
-    return float(np.percentile(np.asarray(values, dtype=float), q, method="linear")) if values else float("nan")
+    # the workbook's one percentile; NaN (not an error) when no request succeeded, so the gate reports it
+    return percentile(values, q) if values else float("nan")
 
 
 @dataclass
