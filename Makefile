@@ -62,6 +62,7 @@ refresh: sample
 
 bench: sample
 	$(PY) benchmarks/bench_search.py
+	$(PY) benchmarks/bench_api.py
 
 clean:
 	rm -rf $(VENV) .qdrant
