@@ -200,3 +200,18 @@ def test_scores_figure_draws_one_bar_per_query_in_two_panels():
         assert top.patches[1].get_width() == 0.0  # no expected page: drawn at 0
     finally:
         plt.close(fig)
+
+
+def test_golden_hint_names_the_min_score_that_would_pass_when_pages_were_found_below_it():
+    v = report_of([outcome("a", passed=False, best=0.815, threshold=0.95),
+                   outcome("b", passed=False, best=0.702, threshold=0.95),
+                   outcome("c", passed=False, best=0.6, threshold=0.95)], required=2)
+    hint = golden.golden_hint(v)
+    assert hint.startswith("min_score 0.95 is above the failing golden hits (highest 0.815)")
+    assert "lower `min_score` to 0.702" in hint and "to let 2 pass" in hint
+
+
+def test_golden_hint_names_the_queries_whose_pages_are_missing():
+    v = report_of([outcome("a"), outcome("where is it", passed=False, best=None)], required=2)
+    hint = golden.golden_hint(v)
+    assert hint.startswith("no expected page in the top 5 for 'where is it'") and "expected_url_patterns" in hint
