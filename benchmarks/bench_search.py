@@ -16,8 +16,8 @@ import statistics
 import time
 
 from retrieval_lib import Retriever
-from retrieval_lib.percentile import percentile
 from retrieval_lib.params import load_query_sets
+from retrieval_lib.percentile import percentile
 
 
 def pct(values: list[float], q: float) -> float:
