@@ -1,10 +1,11 @@
-"""Command line: ``python -m retrieval_lib {search,stats,ingest,run,serve}``.
+"""Command line: ``python -m retrieval_lib {search,stats,ingest,run,serve,...}``; more commands live in
+:mod:`retrieval_lib.commands`, one module each.
 
 Exit codes (also in the README):
 
 == ==================================================================
 0  success (an empty search result is a success)
-1  ``run``: the notebooks ran but at least one gate failed
+1  ``run`` and the check commands (``probe``, ``reach``, ...): at least one gate failed
 2  invalid input or configuration (``ValidationError``, ``ConfigurationError``, ...);
    ``run``: a notebook raised an error
 3  a dependency (Qdrant, Cohere) was unavailable or failing
@@ -164,7 +165,7 @@ def _cmd_serve(args: argparse.Namespace) -> int:
 
 EXIT_CODES = """exit codes:
   0    success (an empty search result is a success)
-  1    run: the notebooks ran but at least one gate failed
+  1    run and the check commands: at least one gate failed
   2    invalid input or configuration; run: a notebook raised an error
   3    Qdrant or the embedding service was unavailable or failing
   130  interrupted (Ctrl-C)"""
@@ -271,6 +272,12 @@ def build_parser() -> argparse.ArgumentParser:
     p.add_argument("--max-body-bytes", type=int, default=65536,
                    help="largest request body; a larger one gets 413 unread (default 65536)")
     p.set_defaults(func=_cmd_serve)
+
+    # the checks' own commands (probe, reach, chunks, compare, ...), one module each
+    from .commands import command_modules
+
+    for module in command_modules():
+        module.register(sub, _add, common)
 
     top = {o for action in parser._actions for o in action.option_strings}
     _OneLineParser.known = sorted(top | set(sub.choices))
