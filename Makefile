@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 KERNEL := retrieval-lib
 
-.PHONY: setup demo test test-sdk lint nbval nbval-portable lab sample bench refresh clean
+.PHONY: setup demo test test-sdk lint nbval nbval-portable lab sample bench bench-scale refresh clean
 
 setup: $(STAMP)
 
@@ -63,6 +63,16 @@ refresh: sample
 bench: sample
 	$(PY) benchmarks/bench_search.py
 	$(PY) benchmarks/bench_api.py
+	$(PY) benchmarks/bench_scale.py
+	$(PY) benchmarks/bench_scans.py
+	$(PY) benchmarks/bench_cohere_cost.py
+	$(PY) benchmarks/bench_checks_scale.py
+
+# The embedded engines at 100k points (builds take minutes; run it once).
+bench-scale: setup
+	$(PY) benchmarks/bench_scale.py --sizes 100000
+	$(PY) benchmarks/bench_scans.py --sizes 100000
+	$(PY) benchmarks/bench_checks_scale.py --points 100000
 
 clean:
 	rm -rf $(VENV) .qdrant

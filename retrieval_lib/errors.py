@@ -11,7 +11,8 @@ a secret: messages name the *variable* (``COHERE_API_KEY``), never its value.
 
     RetrievalError                      exit 1 (never raised directly)
     ├── ValidationError                 exit 2  bad query or argument (field)
-    │   └── ParamsError                 exit 2  a params/*.yaml file is invalid (path, key)
+    │   ├── ParamsError                 exit 2  a params/*.yaml file is invalid (path, key)
+    │   └── RunsNotComparableError      exit 2  two runs asked different queries (only_baseline, only_candidate)
     ├── ConfigurationError              exit 2  missing/invalid setting (variable | option | path)
     ├── DocumentError                   exit 2  a source file that cannot be ingested (path)
     ├── ModelMismatchError              exit 2  embedder and collection disagree (dimensions, models)
@@ -35,6 +36,7 @@ __all__ = [
     "RetrievalError",
     "ValidationError",
     "ParamsError",
+    "RunsNotComparableError",
     "ConfigurationError",
     "DocumentError",
     "ModelMismatchError",
@@ -126,6 +128,23 @@ class ParamsError(ValidationError):
         super().__init__(message, field=key or "params")
         self.path = path
         self.key = key
+
+
+class RunsNotComparableError(ValidationError):
+    """Two runs cannot be compared: they asked different fixed query sets (``retrieval_lib compare``).
+
+    Attributes:
+        only_baseline: query texts the baseline asked and the candidate did not.
+        only_candidate: query texts the candidate asked and the baseline did not.
+        field: ``"candidate"``.
+    """
+
+    field_names = ("field", "only_baseline", "only_candidate")
+
+    def __init__(self, message: str, *, only_baseline: Sequence[str] = (), only_candidate: Sequence[str] = ()) -> None:
+        super().__init__(message, field="candidate")
+        self.only_baseline = list(only_baseline)
+        self.only_candidate = list(only_candidate)
 
 
 class ConfigurationError(RetrievalError):

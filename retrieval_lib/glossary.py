@@ -83,6 +83,19 @@ METRICS: dict[str, tuple[str, str]] = {
     "index_status": ("", "Qdrant's optimisation status (green: ready)"),
     "segments_count": ("segments", "storage segments of the collection"),
     "disk_data_size_bytes": ("bytes", "the collection's size on disk"),
+    # 13 judgments
+    "precision_at_3": ("share", "top-3 results judged topically related by a person, unjudged counted as not "
+                                "(trec P_3; seed 000 SC-006)"),
+    "precision_at_3_upper": ("share", "the same with unjudged results counted as related (equal when all judged)"),
+    "ndcg_at_5": ("", "graded nDCG@5 from human grades 0/1/2 (trec ndcg_cut_5)"),
+    "judged_coverage_top3": ("share", "top-3 results with a usable (not stale) human judgment"),
+    "judged_coverage_top5": ("share", "top-5 results with a usable (not stale) human judgment"),
+    "unjudged_results": ("results", "results of the top k nobody judged (or judged only on older text)"),
+    "stale_judgments": ("judgments", "judgments of chunks that are gone or whose text changed: not used"),
+    # every notebook: what it asked of the embedding service (the bill)
+    "embed_calls": ("calls", "embed requests this notebook sent to the embedding service (retries included)"),
+    "embed_texts": ("texts", "texts those embed requests carried"),
+    "embed_texts_cached": ("texts", "queries answered from the run's query cache instead of the service"),
 }
 
 _SUFFIX_UNITS = (("_bytes", "bytes"), ("_qps", "queries/s"), ("_pct", "%"), ("_share", "share"), ("_s", "s"))

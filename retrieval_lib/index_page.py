@@ -124,6 +124,16 @@ def _section(o: dict[str, Any]) -> str:
     )
 
 
+def _compared(summary: dict[str, Any]) -> str:
+    """"Compared with <run>": notebook 14's verdict and findings, when it found a baseline."""
+    for o in summary.get("outcomes", []):
+        baseline = (o.get("metrics") or {}).get("baseline_run") if o["notebook"].startswith("14_") else None
+        if baseline:
+            items = "".join(f"<li>{_E(f)}</li>" for f in o.get("findings", [])[1:6])
+            return f"<section><h2>Compared with {_E(str(baseline))}</h2><ul>{items}</ul></section>"
+    return ""
+
+
 def render_index(summary: dict[str, Any]) -> str:
     """The run's index.html from its summary (see :mod:`retrieval_lib.runner` for the summary's fields)."""
     v = verdict(summary)
@@ -138,6 +148,7 @@ def render_index(summary: dict[str, Any]) -> str:
 <p><span class="verdict {v.css}">{_E(v.sentence)}</span></p>
 {_facts(summary)}
 {_problems(summary)}
+{_compared(summary)}
 <h2>Gates</h2><table><tr><th>notebook</th><th>gate</th><th>result</th><th>measured</th><th>evidence</th></tr>
 {_gate_rows(summary.get('gates', []))}</table>
 <h2>Notebooks</h2>{sections}

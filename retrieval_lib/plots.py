@@ -16,6 +16,7 @@ draw figures without a display.
 :func:`annotated_heatmap`   a labelled matrix with a text in each cell
 :func:`threshold_bars`      stacked panels of bars, each bar against its own threshold mark
 :func:`latency_boxes`       per-call times as box plots, and percentiles against a target
+:func:`count_histogram`     a histogram of counts on a log count axis, with marked values
 =========================== ===========================================================
 """
 
@@ -25,7 +26,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 __all__ = ["score_histograms", "share_curves", "horizontal_bars", "annotated_heatmap", "GROUP_COLOURS",
-           "BarPanel", "threshold_bars", "latency_boxes"]
+           "BarPanel", "threshold_bars", "latency_boxes", "count_histogram"]
 
 #: Colours of the groups a figure compares, in order (in-domain, out-of-domain, ...).
 GROUP_COLOURS: tuple[str, ...] = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown")
@@ -266,4 +267,29 @@ def latency_boxes(series: Mapping[str, Sequence[float]], percentiles: Mapping[st
     bars.set(ylabel=f"{unit} (log scale)", title="percentiles against the target")
     bars.legend(loc="upper left")
     fig.tight_layout()
+    return fig
+
+
+def count_histogram(values: Sequence[float], *, marks: Mapping[str, float] | None = None, bins: int = 40,
+                    xlabel: str = "", title: str = "") -> Any:
+    """A histogram of counts (e.g. how often each chunk is retrieved) with a log-scaled count axis.
+
+    Args:
+        values: one value per item (NaN left out).
+        marks: label to value, each a dashed vertical line (e.g. a mean and a hub threshold).
+        bins: number of equal-width bins over the values' range.
+        xlabel, title: axis texts.
+
+    Returns:
+        The matplotlib Figure. The log axis keeps a handful of extreme items visible beside thousands.
+    """
+    import matplotlib.pyplot as plt
+
+    fig, ax = plt.subplots(figsize=(8, 4.5))
+    ax.hist(_finite(values), bins=bins, color=GROUP_COLOURS[0], alpha=0.8, log=True)
+    for colour, (label, value) in zip((_THRESHOLD_COLOUR, "black", "tab:green"), (marks or {}).items()):
+        ax.axvline(value, color=colour, linestyle="--", label=f"{label} = {value:.1f}")
+    if marks:
+        ax.legend(loc="upper right", fontsize=8)
+    ax.set(xlabel=xlabel, ylabel="items (log scale)", title=title)
     return fig

@@ -24,6 +24,7 @@ from pathlib import Path
 from typing import Any
 
 from .config import PROJECT_ROOT
+from .embed_cache import SERVICE_MEASUREMENTS, CachedEmbedder, EmbedUsage, QueryCache, cache_file, total_usage
 
 __all__ = ["Gate", "NotebookReport", "NotebookRun", "open_run", "resolve_run_dir"]
 
@@ -231,6 +232,9 @@ class NotebookRun:
         self.report.specification = list(spec)
         self._settings = settings
         self._retriever: Any = None
+        self._embedders: list[Any] = []  # every embedder this run made (04 reopens its retriever)
+        self._cache: Any = None
+        self._cache_path = cache_file(self.report.run_dir) if run_dir else None  # interactive: this kernel only
         self.finished = False
         self._hooked = self._register_hook()
         if self._hooked:
@@ -249,9 +253,16 @@ class NotebookRun:
     def retriever(self) -> Any:
         """The :class:`~retrieval_lib.search.Retriever` for the configured store and embedder (opened once)."""
         if self._retriever is None:
+            from .embedders import make_embedder
             from .search import Retriever
 
-            self._retriever = Retriever.from_settings(self.settings)
+            if self._cache is None:
+                self._cache = QueryCache(self._cache_path)
+            # the run's query cache, unless this notebook measures the embedding service itself
+            embedder = CachedEmbedder(make_embedder(self.settings), self._cache,
+                                      bypass=SERVICE_MEASUREMENTS.get(self.report.notebook))
+            self._embedders.append(embedder)
+            self._retriever = Retriever.from_settings(self.settings, embedder=embedder)
             r = self._retriever
             self.report.context = {
                 "collection": r.collection, "location": r.store.location, "store": r.store.kind,
@@ -280,8 +291,22 @@ class NotebookRun:
             self._retriever.close()
             self._retriever = None
 
+    def embed_usage(self) -> EmbedUsage:
+        """The embed calls and texts this notebook has sent so far, and the queries its run's cache answered."""
+        return total_usage(e.usage() for e in self._embedders)
+
+    def _record_usage(self) -> None:
+        usage = self.embed_usage()
+        self.report.metric("embed_calls", usage.calls, "calls")
+        self.report.metric("embed_texts", usage.texts, "texts")
+        self.report.metric("embed_texts_cached", usage.cached, "texts")
+        if self._embedders:
+            self.report.context["embed_cache"] = f"bypassed: {usage.bypass}" if usage.bypass else (
+                "the run's query cache" if self._cache_path else "this kernel's query cache")
+
     def finish(self) -> str:
         """Save the report, close the store, and return the gates and findings as text."""
+        self._record_usage()
         self.report.save()
         self.finished = True
         self.close()
@@ -295,6 +320,7 @@ class NotebookRun:
             return
         reason = f"{type(error).__name__}: {error}".splitlines()[0][:500]
         try:
+            self._record_usage()
             self.report.save(status="error", error=reason)
         finally:
             self.close()

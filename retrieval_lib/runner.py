@@ -31,12 +31,14 @@ from pathlib import Path
 from typing import Any
 
 from .config import PROJECT_ROOT
+from .embed_cache import cache_file
 from .errors import ConfigurationError, RetrievalError, ValidationError
 from .index_page import render_index
 from .params import RESERVED_KEYS, Profile
 from .params import load_profile as _load_profile
 
-__all__ = ["RunResult", "NotebookOutcome", "run_workbook", "list_notebooks", "load_profile", "declared_parameters"]
+__all__ = ["RunResult", "NotebookOutcome", "run_workbook", "list_notebooks", "load_profile", "declared_parameters",
+           "embedding_totals"]
 
 NOTEBOOK_DIR = PROJECT_ROOT / "notebooks"
 DEFAULT_PARAMS = PROJECT_ROOT / "params" / "demo.yaml"
@@ -127,17 +129,30 @@ def _new_run_dir(parent: Path, profile: str) -> Path:
     raise ConfigurationError(f"cannot create a new run folder under {parent}", option="--out")
 
 
-def _ipc_kernel_manager() -> type:
+def _ipc_kernel_manager(metrics_file: Path | None = None) -> type:
     """A KernelManager that talks to its kernel over Unix sockets in the temp folder.
 
     Kernels inherit the environment, API keys included; over IPC they listen on
     no TCP port at all (and do not warn about unencrypted TCP on every start).
+
+    Given the notebook's ``metrics_file``, the kernel is shut down at once (killed,
+    not asked to exit) when that file says the notebook completed: ``run.finish()``
+    has saved everything and closed the store, and a graceful exit only waits for
+    the kernel (1-3 s a notebook). A notebook that failed gets the graceful exit, so
+    its ``atexit`` hooks (e.g. stopping the service 08 started) still run.
     """
     import tempfile
     import uuid
 
     from jupyter_client.manager import KernelManager
     from traitlets import default
+
+    def completed() -> bool:
+        try:
+            data = json.loads(metrics_file.read_text(encoding="utf-8")) if metrics_file else {}
+        except (OSError, ValueError):
+            return False
+        return isinstance(data, dict) and data.get("status") == "complete"
 
     class IPCKernelManager(KernelManager):
         @default("transport")
@@ -147,6 +162,9 @@ def _ipc_kernel_manager() -> type:
         @default("ip")
         def _default_ip(self) -> str:
             return os.path.join(tempfile.gettempdir(), f"retrieval-lib-kernel-{uuid.uuid4().hex[:12]}")
+
+        def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
+            super().shutdown_kernel(now=now or (not restart and completed()), restart=restart)
 
     return IPCKernelManager
 
@@ -304,6 +322,10 @@ def run_workbook(
         summary["validated"] = _validated(outcomes)
         summary["outcomes"] = [asdict(o) for o in outcomes]
         summary["gates"] = [{"notebook": o.notebook, **g} for o in outcomes for g in o.gates]
+        summary["embedding"] = embedding_totals(outcomes)
+        cache_file(run_dir).unlink(missing_ok=True)  # the run's query cache lives as long as the run
+        if cache_file(run_dir).parent.is_dir() and not any(cache_file(run_dir).parent.iterdir()):
+            cache_file(run_dir).parent.rmdir()
         errored = any(o.status == "error" for o in outcomes)
         failed = any(o.status == "failed" for o in outcomes)
         summary["passed"] = summary["status"] == "complete" and not errored and not failed
@@ -311,6 +333,15 @@ def run_workbook(
         (run_dir / "index.html").write_text(render_index(summary), encoding="utf-8")
     exit_code = 2 if (errored or summary["status"] != "complete") else 1 if failed else 0
     return RunResult(run_dir=run_dir, index_html=run_dir / "index.html", exit_code=exit_code, outcomes=outcomes)
+
+
+def embedding_totals(outcomes: Sequence[NotebookOutcome]) -> dict[str, Any]:
+    """The embed calls and texts the run's notebooks made (their ``embed_*`` metrics), in total and each."""
+    fields = {"calls": "embed_calls", "texts": "embed_texts", "cached": "embed_texts_cached"}
+    each = {o.notebook: {k: int(o.metrics.get(m) or 0) for k, m in fields.items()}
+            for o in outcomes if "embed_calls" in o.metrics}
+    total = {k: sum(n[k] for n in each.values()) for k in fields}
+    return {**total, "notebooks": each}
 
 
 def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, timeout: int) -> NotebookOutcome:
@@ -325,7 +356,7 @@ def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, t
         pm.execute_notebook(
             str(nb), str(executed), parameters=nb_params, kernel_name=kernel, cwd=str(PROJECT_ROOT),
             progress_bar=False, log_output=False, execution_timeout=timeout,
-            kernel_manager_class=_ipc_kernel_manager(),
+            kernel_manager_class=_ipc_kernel_manager(run_dir / "metrics" / f"{nb.stem}.json"),
         )
     except pm.PapermillExecutionError as err:
         error = f"cell {err.exec_count}: {err.ename}: {err.evalue}".splitlines()[0][:500]

@@ -23,7 +23,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from .config import Settings, load_settings
-from .embedders import Embedder, make_embedder
+from .embedders import COHERE_MAX_BATCH, Embedder, make_embedder
 from .errors import ModelMismatchError, ValidationError, VectorStoreError
 from .models import CollectionStats, SearchResponse, SearchResult
 from .store import VectorStore, size_warning
@@ -168,12 +168,13 @@ class Retriever:
         self._distinct_cache: dict[str, dict[str, int]] = {}
 
     @classmethod
-    def from_settings(cls, settings: Settings | None = None, **overrides: Any) -> Retriever:
-        """Build store, embedder and retriever from :func:`load_settings` (or ``settings``)."""
+    def from_settings(cls, settings: Settings | None = None, *, embedder: Embedder | None = None,
+                      **overrides: Any) -> Retriever:
+        """Build store, embedder (unless given) and retriever from :func:`load_settings` (or ``settings``)."""
         settings = settings or load_settings()
         if overrides:
             settings = settings.with_overrides(**overrides)
-        embedder = make_embedder(settings)
+        embedder = embedder or make_embedder(settings)
         store = VectorStore.open(settings)
         return cls(store, embedder, settings.collection_name, query_max_chars=settings.query_max_chars)
 
@@ -271,12 +272,14 @@ class Retriever:
 
     def search_many(self, queries: Sequence[str], top_k: int = 5, similarity_threshold: float = 0.0,
                     source_prefix: str | None = None, section: str | None = None, *,
-                    batch_size: int = 64, progress: bool = False) -> list[SearchResponse]:
-        """:meth:`search` for many queries: embedded in batches, queried with ``query_batch_points``.
+                    batch_size: int = COHERE_MAX_BATCH, progress: bool = False) -> list[SearchResponse]:
+        """:meth:`search` for many queries: embedded in batches of up to 96 (Cohere's most), searched in one batch.
 
         Every query is validated before any is embedded, so one bad query fails
         the call before work is done. ``embed_ms`` and ``search_ms`` of each
-        response are its share of its batch's time.
+        response are its share of its batch's time. An embedder with a run's query
+        cache (:class:`~retrieval_lib.embed_cache.CachedEmbedder`) first embeds every
+        query it has not seen in as few calls as possible; the batches then read the cache.
         """
         if isinstance(queries, str):
             raise ValidationError("search_many takes a list of queries, not one string", field="queries")
@@ -286,6 +289,9 @@ class Retriever:
         section = validate_filter(section, "section")
         warnings = warnings + self.check_compatibility()
         query_filter, applied, possible = self._filter(source_prefix, section)
+        prefetch = getattr(self.embedder, "prefetch", None)
+        if possible and prefetch is not None:
+            prefetch(texts)
 
         batches = range(0, len(texts), batch_size)
         if progress:

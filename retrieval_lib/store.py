@@ -1,11 +1,16 @@
 """The vector store: Qdrant through qdrant-client, whichever way it is reached.
 
-One class serves all three locations, because qdrant-client itself puts the
-server client and local mode behind one interface:
+One class serves all three qdrant-client locations, because qdrant-client itself
+puts the server client and local mode behind one interface:
 
 - a URL (Qdrant server or Qdrant Cloud, with an API key),
 - a folder (``QdrantClient(path=...)``, the embedded default),
 - ``":memory:"`` (tests).
+
+The opt-in embedded engine qdrant-edge (``QDRANT_ENGINE=edge``: Qdrant's own
+engine in-process, with HNSW and payload indexes) is the subclass
+:class:`~retrieval_lib.store_edge.EdgeStore`, behind the same methods; filters
+are built as qdrant-client models by every caller and translated there.
 
 Every call goes through :func:`_translated`, which turns transport failures
 into :class:`~retrieval_lib.errors.StoreUnavailableError`, a missing
@@ -29,6 +34,7 @@ from .errors import (
     ConfigurationError,
     StoreLockedError,
     StoreUnavailableError,
+    ValidationError,
     VectorStoreError,
 )
 from .models import CollectionStats
@@ -66,6 +72,7 @@ def size_warning(collection: str, points: int) -> str | None:
 class VectorStore:
     """A Qdrant collection host. Build with :meth:`open` or :meth:`in_memory`."""
 
+
     def __init__(self, client: Any, location: str, *, kind: str, folder: Path | None = None) -> None:
         self.client = client
         self.location = location  # safe to print: no credentials
@@ -90,6 +97,10 @@ class VectorStore:
         """
         from qdrant_client import QdrantClient
 
+        if settings.qdrant_engine == "edge":
+            from .store_edge import EdgeStore
+
+            return EdgeStore.at_path(settings.qdrant_path)
         if settings.qdrant_url:
             api_key = settings.qdrant_api_key.reveal() if settings.qdrant_api_key else None
             try:
@@ -101,7 +112,6 @@ class VectorStore:
                         url=settings.qdrant_url, api_key=api_key,
                         # annotated int, but handed to httpx, which takes fractions of a second
                         timeout=settings.qdrant_timeout,  # type: ignore[arg-type]
-
                         check_compatibility=False,  # it costs a request and only warns
                     )
             except Exception as err:  # noqa: BLE001 - any failure here means "cannot reach"
@@ -195,10 +205,17 @@ class VectorStore:
                 location=self.location,
             ) from None
         except ValueError as err:
-            # local mode raises ValueError("Collection X not found")
+            # local mode raises ValueError("Collection X not found"), and a numpy error on a wrong-size vector
             if collection is not None and "not found" in str(err).lower():
                 raise self._not_found(collection) from None
+            if "dimension" in str(err) or "not aligned" in str(err):
+                raise self._wrong_size(collection) from None
             raise
+
+    def _wrong_size(self, collection: str | None) -> ValidationError:
+        size = self.vector_params(collection)[1] if collection else None
+        return ValidationError(f"a vector does not have the collection's size ({size} dimensions) in {collection!r}: "
+                               "embed with the model the collection was built with", field="vector")
 
     def _not_found(self, collection: str) -> CollectionNotFoundError:
         try:
@@ -289,29 +306,52 @@ class VectorStore:
         with self._translated(collection):
             return int(self.client.count(collection, exact=True).count)
 
-    def query(self, collection: str, vector: Sequence[float], *, limit: int,
-              score_threshold: float | None = None, query_filter: Any = None) -> list[Any]:
-        """Nearest points to ``vector`` with payloads (no vectors), best first."""
+    def _search_params(self, exact: bool, hnsw_ef: int | None) -> Any:
+        from qdrant_client import models
+
+        if self.kind != "server" or (not exact and hnsw_ef is None):
+            return None  # local mode always searches exactly (and warns about search params)
+        return models.SearchParams(exact=exact, hnsw_ef=hnsw_ef)
+
+    def query(self, collection: str, vector: Sequence[float], *, limit: int, score_threshold: float | None = None,
+              query_filter: Any = None, exact: bool = False, hnsw_ef: int | None = None) -> list[Any]:
+        """Nearest points to ``vector`` with payloads (no vectors), best first.
+
+        ``exact`` forces a full scan and ``hnsw_ef`` sets the HNSW search breadth
+        (engines with an index; local mode always searches exactly).
+        """
         with self._translated(collection):
             return self.client.query_points(
                 collection, query=list(vector), using=self._vector_names.get(collection), limit=limit,
                 score_threshold=score_threshold, query_filter=query_filter,
-                with_payload=True, with_vectors=False,
+                search_params=self._search_params(exact, hnsw_ef), with_payload=True, with_vectors=False,
             ).points
 
     def query_batch(self, collection: str, vectors: Sequence[Sequence[float]], *, limit: int,
-                    score_threshold: float | None = None, query_filter: Any = None) -> list[list[Any]]:
+                    score_threshold: float | None = None, query_filter: Any = None, exact: bool = False,
+                    hnsw_ef: int | None = None, with_payload: bool | Sequence[str] = True) -> list[list[Any]]:
         """:meth:`query` for many vectors in one request (``query_batch_points``)."""
         from qdrant_client import models
 
+        params = self._search_params(exact, hnsw_ef)
+        payload = with_payload if isinstance(with_payload, bool) else list(with_payload)
         requests = [
             models.QueryRequest(query=list(v), using=self._vector_names.get(collection), limit=limit,
-                                score_threshold=score_threshold, filter=query_filter,
-                                with_payload=True, with_vector=False)
+                                score_threshold=score_threshold, filter=query_filter, params=params,
+                                with_payload=payload, with_vector=False)
             for v in vectors
         ]
         with self._translated(collection):
             return [r.points for r in self.client.query_batch_points(collection, requests=requests)]
+
+    def retrieve(self, collection: str, point_ids: Sequence[str], *, with_vectors: bool = True,
+                 with_payload: bool | Sequence[str] = False) -> list[Any]:
+        """The points with these ids (missing ids are left out), in the order asked."""
+        with self._translated(collection):
+            found = self.client.retrieve(collection, list(point_ids), with_payload=with_payload,
+                                         with_vectors=with_vectors)
+        by_id = {str(p.id): p for p in found}
+        return [by_id[str(i)] for i in point_ids if str(i) in by_id]
 
     def scroll(self, collection: str, *, with_payload: bool | Sequence[str] = True,
                with_vectors: bool = False, batch_size: int = 256, query_filter: Any = None) -> Iterator[Any]:
@@ -347,6 +387,12 @@ class VectorStore:
             self.client.delete(collection, points_selector=models.PointIdsList(points=list(point_ids)), wait=True)
 
     # ------------------------------------------------------------------ statistics
+    def index_info(self, collection: str) -> Any:
+        """How the collection is searched: :class:`~retrieval_lib.stats.IndexInfo`."""
+        from .stats import index_info
+
+        return index_info(self, collection)
+
     def stats(self, collection: str) -> CollectionStats:
         """Seed 004's CollectionStats (see :func:`retrieval_lib.stats.collection_stats`)."""
         from .stats import collection_stats

@@ -107,8 +107,10 @@ def test_every_chunk_of_a_section_starts_with_its_heading_line() -> None:
     body = "## Long Section\n\n" + sentences("long", 40)
     chunks = chunk_markdown(body, title="T", max_tokens=60, overlap_tokens=10)
     assert len(chunks) > 3
-    assert all(c.text.startswith("## Long Section\n\n") for c in chunks)
-    assert all(c.heading_path == ("Long Section",) for c in chunks)
+    assert chunks[0].text.startswith("## Long Section\n\n")
+    # Continuation chunks carry the same heading line, labelled as a continuation.
+    assert all(c.text.startswith("## Long Section (continued)\n\n") for c in chunks[1:])
+    assert all(c.heading_path == ("Long Section",) and c.section_title == "Long Section" for c in chunks)
 
 
 # --- section merging --------------------------------------------------------------------
@@ -173,18 +175,40 @@ def test_code_block_stays_with_its_heading_and_intro() -> None:
     assert chunks[0].text == "## Publisher\n\nThe following script starts ROS 2.\n\n" + code + "\n\nRun it twice."
 
 
-def test_oversized_code_block_is_its_own_chunk_and_never_split() -> None:
+def fenced_parts(text: str) -> list[list[str]]:
+    """The fenced code blocks of ``text`` as line lists (fence lines included); each must be closed."""
+    parts: list[list[str]] = []
+    fence: str | None = None
+    for line in text.split("\n"):
+        match = re.match(r"^[ \t]*(`{3,}|~{3,})", line)
+        if fence is None and match:
+            fence = match.group(1)
+            parts.append([line])
+        elif fence is not None:
+            parts[-1].append(line)
+            if line.strip() == fence:
+                fence = None
+    assert fence is None, f"unclosed fence in chunk:\n{text}"
+    return parts
+
+
+def test_oversized_code_block_is_split_at_line_boundaries_into_whole_fences() -> None:
     code_lines = [f"value_{i} = compute({i}, scale=2.5)  # step {i}" for i in range(60)]
     code = "```python\n" + "\n".join(code_lines) + "\n```"
     body = "## Big Script\n\n" + sentences("before", 3) + "\n\n" + code + "\n\n" + sentences("after", 3)
     chunks = chunk_markdown(body, title="T", max_tokens=100, overlap_tokens=20)
-    code_chunks = [c for c in chunks if "value_0" in c.text]
-    assert len(code_chunks) == 1
-    assert code_chunks[0].text == "## Big Script\n\n" + code
-    assert code_chunks[0].token_count > 100
-    # No other chunk holds any line of the code, not even as overlap.
-    assert all("compute(" not in c.text for c in chunks if c is not code_chunks[0])
-    assert all(c.token_count <= 100 for c in chunks if c is not code_chunks[0])
+    assert all(c.token_count <= 100 for c in chunks)
+    code_chunks = [c for c in chunks if "compute(" in c.text]
+    assert len(code_chunks) > 2
+    # The intro stays with the start of the code; every part is a whole ```python fence.
+    assert code_chunks[0].text.startswith("## Big Script\n\nThe before note 0")
+    seen: list[str] = []
+    for chunk in code_chunks:
+        (part,) = fenced_parts(chunk.text)
+        assert part[0] == "```python" and part[-1] == "```"
+        seen.extend(part[1:-1])
+    assert seen == code_lines  # every line whole, once, in order: no line cut, none repeated as overlap
+    assert all(c.text.startswith("## Big Script (continued)\n\n") for c in chunks[1:])
 
 
 def test_overlap_never_repeats_code() -> None:
@@ -199,13 +223,23 @@ def test_overlap_never_repeats_code() -> None:
     assert sum("ros2 run demo talker" in c.text for c in chunks) == 1
 
 
-def test_fence_nested_in_a_list_item_is_not_cut() -> None:
-    item_code = "  ```bash\n" + "\n".join(f"  echo line {i}" for i in range(40)) + "\n  ```"
+def test_fence_nested_in_a_list_item_is_cut_only_between_lines() -> None:
+    lines = [f"  echo line {i}" for i in range(40)]
+    item_code = "  ```bash\n" + "\n".join(lines) + "\n  ```"
     body = "## Steps\n\n- First step is short.\n- Second step runs:\n\n" + item_code + "\n- Third step ends."
     chunks = chunk_markdown(body, title="T", max_tokens=60, overlap_tokens=10)
-    holding = [c for c in chunks if "echo line 0" in c.text]
-    assert len(holding) == 1
-    assert "echo line 39\n  ```" in holding[0].text
+    assert all(c.token_count <= 60 for c in chunks)
+    seen: list[str] = []
+    for chunk in chunks:
+        for part in fenced_parts(chunk.text):
+            assert part[0] == "  ```bash" and part[-1] == "  ```"  # indentation kept, each part closed
+            seen.extend(part[1:-1])
+    assert seen == lines
+    assert "- Second step runs:\n\n  ```bash\n  echo line 0" in chunks[0].text
+    assert chunks[-1].text.endswith("  ```\n- Third step ends.")
+    # A fence that fits stays whole inside its item.
+    small = "## Steps\n\n- Run:\n\n  ```bash\n  echo hi\n  ```\n- Done."
+    assert chunk_markdown(small, title="T")[0].text == small
 
 
 # --- splitting and overlap ----------------------------------------------------------------
@@ -303,7 +337,8 @@ def test_split_table_after_prose_starts_with_the_prose_overlap() -> None:
     chunks = chunk_markdown(body, title="T", max_tokens=100, overlap_tokens=20)
     first_table = next(c for c in chunks if TABLE_HEADER in c.text)
     assert first_table.text.startswith(
-        "## Releases\n\nThe lead note 4 explains one robot detail. The lead note 5 explains one robot detail.\n\n"
+        "## Releases (continued)\n\n"
+        "The lead note 4 explains one robot detail. The lead note 5 explains one robot detail.\n\n"
         + TABLE_HEADER
     )
     assert all(c.token_count <= 100 for c in chunks)
@@ -463,3 +498,102 @@ def test_nested_list_lines_are_sentence_cuts_when_an_item_is_too_big() -> None:
     lines = [line.strip() for chunk in chunks for line in body_after_heading(chunk).split("\n")]
     assert lines[0] == "- Parent item"
     assert lines[1:] == [f"{i}) nested step {i} installs one robot package" for i in range(1, 40)]
+
+
+# --- the model window (issue 16) ----------------------------------------------------------
+
+
+def assert_fences_whole(chunk_text: str, source_lines: set[str]) -> None:
+    """Every fence in the chunk is closed and holds only whole lines of the source."""
+    for part in fenced_parts(chunk_text):
+        assert all(line in source_lines for line in part[1:-1]), part
+
+
+@st.composite
+def markdown_documents(draw: st.DrawFn) -> tuple[str, str]:
+    """A title and a body of headings, paragraphs, lists, code fences and tables, any of them long."""
+    words = st.text(alphabet="abcdefghij", min_size=1, max_size=8)
+    blocks: list[str] = []
+    for n in range(draw(st.integers(1, 12))):
+        kind = draw(st.sampled_from(["heading", "paragraph", "list", "code", "table", "code_in_list"]))
+        if kind == "heading":
+            blocks.append("#" * draw(st.integers(1, 4)) + " " + " ".join(draw(st.lists(words, min_size=1, max_size=6))))
+        elif kind == "paragraph":
+            blocks.append(". ".join(" ".join(draw(st.lists(words, min_size=1, max_size=20)))
+                                    for _ in range(draw(st.integers(1, 30)))) + ".")
+        elif kind == "list":
+            blocks.append("\n".join(f"- {' '.join(draw(st.lists(words, min_size=1, max_size=25)))}"
+                                    for _ in range(draw(st.integers(1, 25)))))
+        elif kind in ("code", "code_in_list"):
+            indent = "  " if kind == "code_in_list" else ""
+            lines = [f"{indent}x{n}_{i} = f({' '.join(draw(st.lists(words, max_size=8)))})"
+                     for i in range(draw(st.integers(0, 80)))]
+            fence = f"{indent}```python\n" + "\n".join(lines) + f"\n{indent}```"
+            blocks.append(f"- step {n} runs:\n\n{fence}" if indent else fence)
+        else:
+            rows = [f"| {' '.join(draw(st.lists(words, min_size=1, max_size=4)))} | {i} |"
+                    for i in range(draw(st.integers(1, 30)))]
+            blocks.append("| name | n |\n|---|---|\n" + "\n".join(rows))
+    title = " ".join(draw(st.lists(words, min_size=1, max_size=8)))
+    return title, "\n\n".join(blocks)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(markdown_documents(), st.integers(min_value=60, max_value=300), st.integers(min_value=20, max_value=300))
+def test_property_no_chunk_passes_the_window_and_no_fence_is_cut_mid_line(
+    case: tuple[str, str], window: int, max_tokens: int
+) -> None:
+    title, body = case
+    chunks = chunk_markdown(body, title=title, max_tokens=max_tokens, overlap_tokens=min(10, max_tokens - 1),
+                            window_tokens=window)
+    source_lines = set(body.split("\n"))
+    for chunk in chunks:
+        # Title line + chunk fit the window (every generated line is short enough to fit alone).
+        assert default_count_tokens(f"{title}\n{chunk.text}") <= window, chunk.text
+        assert_fences_whole(chunk.text, source_lines)
+
+
+def test_the_sample_book_fits_minilms_window_with_every_fence_whole() -> None:
+    from retrieval_lib.ingest import SAMPLE_BOOK
+    from retrieval_lib.ingest.documents import discover_documents, is_stub, read_document
+
+    window = 254  # MiniLM's 256 minus [CLS] and [SEP]
+    checked = 0
+    for path in discover_documents(SAMPLE_BOOK):
+        doc = read_document(path, SAMPLE_BOOK)
+        if is_stub(doc):
+            continue
+        source_lines = set(doc.body.split("\n"))
+        for chunk in chunk_markdown(doc.body, title=doc.title, window_tokens=window):
+            assert default_count_tokens(f"{doc.title}\n{chunk.text}") <= window, (doc.source_file, chunk.sequence)
+            assert_fences_whole(chunk.text, source_lines)
+            checked += 1
+    assert checked > 300
+
+
+def test_window_lowers_max_tokens_by_the_title_line() -> None:
+    body = "## S\n\n" + sentences("w", 40)
+    title = "A Title Of Ten Tokens Or So For The Page"
+    chunks = chunk_markdown(body, title=title, max_tokens=200, overlap_tokens=0, window_tokens=100)
+    room = 100 - default_count_tokens(title + "\n")
+    assert max(c.token_count for c in chunks) <= room < 200
+
+
+def test_a_lead_in_stays_with_the_list_it_introduces() -> None:
+    items = "\n".join(f"- Tool {i} does one useful job for the robot workspace." for i in range(7))
+    body = "## Tools\n\nMuch of the value lies in its shared tools:\n\n" + items + "\n\n" + sentences("after", 12)
+    chunks = chunk_markdown(body, title="T", max_tokens=90, overlap_tokens=0, window_tokens=200)
+    assert chunks[0].text.startswith("## Tools\n\nMuch of the value lies in its shared tools:\n\n- Tool 0")
+    assert all(c.token_count >= 40 for c in chunks)
+    # Without the avoidance, the lead-in is a fragment of its own.
+    plain = chunk_markdown(body, title="T", max_tokens=90, overlap_tokens=0, min_tokens=0)
+    assert plain[0].text == "## Tools\n\nMuch of the value lies in its shared tools:"
+
+
+def test_a_short_tail_folds_back_into_its_sections_previous_chunk() -> None:
+    code = "```bash\n" + "\n".join(f"echo step {i}" for i in range(23)) + "\n```"
+    body = "## Run\n\n" + code + "\n\nDone."  # heading + code: 79 tokens, one short of the 80 below
+    plain = chunk_markdown(body, title="T", max_tokens=80, overlap_tokens=0, min_tokens=0)
+    assert [c.text for c in plain] == ["## Run\n\n" + code, "## Run (continued)\n\nDone."]
+    folded = chunk_markdown(body, title="T", max_tokens=80, overlap_tokens=0, window_tokens=150)
+    assert [c.text for c in folded] == [body]  # past max_tokens, within the window

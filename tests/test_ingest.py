@@ -710,12 +710,17 @@ def test_mdx_noise_is_dropped_and_code_blocks_stay_whole(store, tmp_path):
         assert "import Tabs from '@theme/Tabs';\nimport TabItem" not in t
         assert "editor's comment" not in t
 
-    # each code block lies whole inside exactly one chunk, under its own section's heading
-    for code, section in ((LONG_CODE, "Launching nodes"), (JS_CODE, "Documenting components")):
-        holders = [p for p in chunks if code in p["content"]]
-        assert len(holders) == 1, code[:40]
-        assert holders[0]["section_title"] == section
-        assert holders[0]["content"].startswith(f"## {section}")
+    # a code block that fits lies whole inside exactly one chunk, under its own section's heading
+    holders = [p for p in chunks if JS_CODE in p["content"]]
+    assert len(holders) == 1 and holders[0]["section_title"] == "Documenting components"
+    assert holders[0]["content"].startswith("## Documenting components")
+    # one longer than a chunk is cut between lines: each part a whole fence, all its lines in order, once
+    opener, *inner, closer = LONG_CODE.split("\n")
+    parts = [p["content"] for p in chunks if opener in p["content"]]
+    assert len(parts) > 1 and all(p.startswith("## Launching nodes") for p in parts)
+    fenced = [p.split(opener + "\n", 1)[1] for p in parts]
+    assert all(f.count("\n" + closer) == 1 for f in fenced)
+    assert [line for f in fenced for line in f.split("\n" + closer)[0].split("\n")] == inner
     # the prose around the tabs survived
     joined = "\n".join(p["content"] for p in chunks)
     for topic in ("jazzy", "humble", "components", "tabs intro"):

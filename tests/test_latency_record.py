@@ -51,7 +51,7 @@ def test_a_fast_clean_run_passes_and_returns_one_verdict_line_per_gate(tmp_path)
     assert report.findings[-1] == NOTE
     assert report.findings[0].startswith("one at a time (20 calls): call_ms p50 10.0 ms, p95 11.0 ms")
     assert "100.0% of calls under 2 s" in report.findings[0] and "embedding takes 90%" in report.findings[1]
-    assert "store open + model load 900 ms, first search 40 ms" in report.findings[3]
+    assert "store open 900 ms, first search (loads the model on first use) 40 ms" in report.findings[3]
     m = report.metrics
     assert m["sequential_calls"] == 20 and m["sequential_throughput_qps"] == pytest.approx(20 / 0.22)
     assert m["concurrent_call_ms_max"] == 10.0 and m["concurrent_call_ms_p50"] == pytest.approx(5.5)

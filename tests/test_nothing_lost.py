@@ -59,16 +59,18 @@ def test_ingest_killed_midway_converges_to_the_clean_collection(tmp_path):
         clean = snapshot(tmp_path / "clean")
         assert len(clean) >= 150
 
-        # Second store: three embed calls succeed, the fourth never answers, then SIGKILL.
+        # Ingest embeds 96 chunks per call across files: a sample-book ingest takes a few calls.
+        assert len(fake.embed_requests) >= 2, "the clean ingest fits one call: nothing to kill midway"
+        # Second store: the first embed call succeeds, the second never answers, then SIGKILL.
         before = len(fake.embed_requests)
-        fake.push("ok", "ok", "ok", "hang")
+        fake.push("ok", "hang")
         cmd, env = ingest_cmd(tmp_path / "killed", fake.url)
         proc = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
         try:
             deadline = time.monotonic() + 90
-            while len(fake.embed_requests) - before < 4 and time.monotonic() < deadline:
+            while len(fake.embed_requests) - before < 2 and time.monotonic() < deadline:
                 time.sleep(0.1)
-            assert len(fake.embed_requests) - before >= 4, "the ingest never reached its fourth embed call"
+            assert len(fake.embed_requests) - before >= 2, "the ingest never reached its second embed call"
             time.sleep(0.5)
             proc.kill()
             proc.wait(timeout=30)

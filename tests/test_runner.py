@@ -194,3 +194,18 @@ def test_cli_run_with_secret_param_exits_2_with_one_line(tmp_path):
                           capture_output=True, text=True, env=env, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error:")
+
+
+@pytest.mark.parametrize(("status", "killed"), [("complete", True), ("error", False), (None, False)])
+def test_kernel_is_killed_at_once_only_after_its_notebook_completed(tmp_path, monkeypatch, status, killed):
+    from jupyter_client.manager import KernelManager
+
+    from retrieval_lib.runner import _ipc_kernel_manager
+
+    metrics = tmp_path / "metrics.json"
+    if status:
+        metrics.write_text(json.dumps({"status": status}))
+    asked: list[bool] = []
+    monkeypatch.setattr(KernelManager, "shutdown_kernel", lambda self, now=False, restart=False: asked.append(now))
+    _ipc_kernel_manager(metrics)().shutdown_kernel(now=False)
+    assert asked == [killed]  # a failed notebook exits gracefully: its atexit hooks (08's service) still run

@@ -64,3 +64,33 @@ def test_demo_golden_set_passes_and_a_wrong_expectation_fails_the_gate(store_cop
     failed = [g["name"] for g in summary["gates"] if not g["passed"]]
     assert failed and all("golden" in name for name in failed)
     assert summary["status"] == "complete" and summary["passed"] is False
+
+
+def run_compare(baseline: Path, candidate: Path) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "retrieval_lib", "compare", str(baseline), str(candidate)],
+                          capture_output=True, text=True, timeout=500)
+
+
+def test_ci_recipe_compare_against_the_committed_baseline_passes_and_catches_a_removed_module(store_copy, tmp_path):
+    # the README's recipe "fail the build when retrieval regresses", on the sample book
+    from retrieval_lib.store import VectorStore
+
+    baseline = PROJECT_ROOT / "params" / "baselines" / "sample_book"
+    demo = PROJECT_ROOT / "params" / "demo.yaml"
+    fresh = run_cli(store_copy, demo, tmp_path / "fresh", "05")
+    fresh_dir = Path(fresh.stdout.strip().splitlines()[-1].removeprefix("report: ")).parent
+    same = run_compare(baseline, fresh_dir)
+    assert same.returncode == 0, same.stdout[-2000:] + same.stderr[-2000:]
+
+    degraded = tmp_path / "degraded"  # the ROS 2 module's chunks removed from a copy of the collection
+    shutil.copytree(store_copy, degraded, ignore=shutil.ignore_patterns(".lock"))
+    with VectorStore.at_path(degraded) as store:
+        gone = [p.id for p in store.scroll(SAMPLE_COLLECTION, with_payload=["source_file"])
+                if str(p.payload["source_file"]).startswith("module-01-ros2/")]
+        assert gone
+        store.delete(SAMPLE_COLLECTION, gone)
+    worse = run_cli(degraded, demo, tmp_path / "worse", "05")
+    worse_dir = Path(worse.stdout.strip().splitlines()[-1].removeprefix("report: ")).parent
+    result = run_compare(baseline, worse_dir)
+    assert result.returncode == 1, result.stdout[-2000:] + result.stderr[-2000:]
+    assert "What is ROS2?" in result.stdout + result.stderr  # the worst queries are named

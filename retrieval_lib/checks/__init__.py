@@ -10,10 +10,31 @@
 ``health``      is every point's metadata complete, unique and from one model
 =============== ==============================================================
 
+Notebook 10: ``reachability`` (which chunks no other chunk retrieves, which crowd every answer), ``offtopic``
+(which source files are far from the rest of the collection) and ``reach_report`` (its tables, figures and gates).
+
+Notebook 09: ``contract`` (do the stored vectors still match what the configured embedder makes of their text;
+``contract_sample`` picks the points, ``contract_diagnosis`` names the cause). Notebook 04 also uses ``languages``
+(do questions in other languages find what their English originals find).
+
 Checks use the core (:mod:`retrieval_lib.search`, :mod:`retrieval_lib.store`, ...); the core never
 imports a check. Notebooks import them as ``from retrieval_lib.checks import coverage``.
 """
 
-from . import consistency, coverage, golden, health, latency, query, scores
+from . import (
+    consistency,
+    contract,
+    coverage,
+    golden,
+    health,
+    languages,
+    latency,
+    offtopic,
+    query,
+    reach_report,
+    reachability,
+    scores,
+)
 
-__all__ = ["consistency", "coverage", "golden", "health", "latency", "query", "scores"]
+__all__ = ["consistency", "coverage", "golden", "health", "latency", "query", "scores",
+           "offtopic", "reach_report", "reachability", "contract", "languages"]

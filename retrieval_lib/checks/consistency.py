@@ -25,6 +25,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..models import SearchResponse
+from ..runfiles import write_run
 from ..search import SCORE_TOLERANCE, same_ranking
 
 __all__ = ["jaccard", "rbo", "kendall_tau_shared", "RankingComparison", "compare_rankings",
@@ -302,7 +303,8 @@ def rbo_figure(frame, queries: Sequence[str], *, tolerance: float = SCORE_TOLERA
                                    f"within {tolerance:g})", colorbar_label="rank-biased overlap (p = 0.9)")
 
 
-def record(report: Any, frame, per_query, *, repeats: int, tolerance: float = SCORE_TOLERANCE) -> dict[str, list[str]]:
+def record(report: Any, frame, per_query, *, repeats: int, tolerance: float = SCORE_TOLERANCE,
+           reference: Mapping[str, SearchResponse] | None = None) -> dict[str, list[str]]:
     """Record notebook 04's gates, findings and metrics on ``report`` (a NotebookReport).
 
     One gate per phase of ``frame`` (:func:`consistency_frame`; names from :data:`PHASE_GATES`):
@@ -339,4 +341,6 @@ def record(report: Any, frame, per_query, *, repeats: int, tolerance: float = SC
                         ("min_rbo", float(frame["rbo"].min())), ("min_jaccard", float(frame["jaccard"].min())),
                         ("min_adjacent_gap", float(per_query["min_adjacent_gap"].min()))):
         report.metric(name, value)
+    if reference:  # with the reference responses: the run file a later comparison reads (retrieval_lib.runfiles)
+        write_run(report, list(reference.values()), kinds="consistency", top_k=max(r.top_k for r in reference.values()))
     return failures

@@ -7,8 +7,8 @@ file "reachable" by construction, so coverage never uses one.
 The queries come from the collection itself, so nothing has to be written by
 hand per book:
 
-1. :func:`scan_sources` reads EVERY point (paged scroll, not a sample) and
-   lists each source file with its chunk count, title and distinct section
+1. :func:`scan_sources` reads EVERY point (one scroll of four fields in large
+   pages, not a sample) and lists each source file with its chunk count, title and distinct section
    titles in ``chunk_sequence`` order;
 2. :func:`heading_queries` takes up to ``n`` of a file's own headings
    (skipping the ones that merely repeat the document title);
@@ -18,9 +18,8 @@ hand per book:
    - ``heading_hit_rate`` = |own heading queries whose top-k holds a chunk of the file| / |own heading queries|
    - ``reachable`` = some chunk of the file is in the top-k of ANY query
 
-:func:`prefix_hits` measures whether a query lands in the right module
-(how many of its results come from files under a prefix). A notebook runs
-all of it with :func:`measure` and lets :func:`record` write the gates.
+:func:`prefix_hits` measures whether a query lands in its module; :func:`measure` runs it all, :func:`record`
+writes the gates and the run file (:mod:`retrieval_lib.runfiles`) that ``compare`` reads.
 """
 
 from __future__ import annotations
@@ -34,9 +33,11 @@ from urllib.parse import urlsplit
 from ..errors import ValidationError
 from ..models import SearchResponse
 from ..params import GoldenSet
+from ..runfiles import write_run
+from ..scan import Columns, read_columns
 from ..store import VectorStore
 
-__all__ = ["SourceFile", "CoverageQuery", "FileCoverage", "scan_sources", "heading_queries",
+__all__ = ["SourceFile", "CoverageQuery", "FileCoverage", "scan_sources", "tally_sources", "heading_queries",
            "build_queries", "measure_coverage", "coverage_frame", "missed_heading_queries", "prefix_share",
            "PrefixHits", "prefix_hits", "CoverageStudy", "measure", "inventory_frame",
            "hit_rate_figure", "record", "SCAN_FIELDS"]
@@ -69,33 +70,32 @@ def _sequence(value: Any) -> int:
         return 1 << 30  # chunks without a sequence go last, in scroll (id) order
 
 
-def scan_sources(store: VectorStore, collection: str, *, batch_size: int = 256) -> list[SourceFile]:
-    """Every source file of the collection, from a paged scroll over ALL its points.
+def scan_sources(store: VectorStore, collection: str, *, batch_size: int | None = None) -> list[SourceFile]:
+    """Every source file of the collection, from one pass over ALL its points reading only :data:`SCAN_FIELDS`.
 
-    Points without a ``source_file`` are grouped under ``"<missing source_file>"``
-    so they are counted, not silently dropped.
-
-    Returns:
-        The files sorted by path.
+    Points without a ``source_file`` are grouped under ``"<missing source_file>"`` so they are counted, not
+    silently dropped. ``batch_size`` (points per page) defaults to large pages (:mod:`retrieval_lib.scan`).
+    Returns the files sorted by path (:func:`tally_sources`).
 
     Raises:
         CollectionNotFoundError, VectorStoreError: from the store.
     """
-    grouped: dict[str, list[tuple[int, int, dict[str, Any]]]] = {}
-    for order, point in enumerate(store.scroll(collection, with_payload=SCAN_FIELDS, batch_size=batch_size)):
-        payload = point.payload or {}
-        path = str(payload.get("source_file") or "<missing source_file>")
-        grouped.setdefault(path, []).append((_sequence(payload.get("chunk_sequence")), order, payload))
+    return tally_sources(read_columns(store, collection, SCAN_FIELDS, batch_size=batch_size))
+
+
+def tally_sources(columns: Columns) -> list[SourceFile]:
+    """:func:`scan_sources`'s files from the scan's columns (rows in scroll order break ``chunk_sequence`` ties)."""
+    titles, sections = columns["title"], columns["section_title"]
+    sequences = [_sequence(v) for v in columns["chunk_sequence"]]
+    grouped: dict[str, list[int]] = {}
+    for row, source in enumerate(columns["source_file"]):
+        grouped.setdefault(str(source or "<missing source_file>"), []).append(row)
     files = []
     for path in sorted(grouped):
-        chunks = sorted(grouped[path], key=lambda item: (item[0], item[1]))
-        headings: list[str] = []
-        for _, _, payload in chunks:
-            heading = str(payload.get("section_title") or "").strip()
-            if heading and heading not in headings:
-                headings.append(heading)
-        title = next((str(p.get("title")).strip() for _, _, p in chunks if p.get("title")), "")
-        files.append(SourceFile(path=path, title=title, chunks=len(chunks), headings=tuple(headings)))
+        rows = sorted(grouped[path], key=lambda row: (sequences[row], row))
+        headings = dict.fromkeys(h for h in (str(sections[r] or "").strip() for r in rows) if h)
+        title = next((str(titles[r]).strip() for r in rows if titles[r]), "")
+        files.append(SourceFile(path=path, title=title, chunks=len(rows), headings=tuple(headings)))
     return files
 
 
@@ -395,4 +395,6 @@ def record(report: Any, study: CoverageStudy, primary: SearchResponse, *, primar
                         ("mean_heading_hit_rate", mean_hit), ("files_reached_by_other_queries", independent),
                         ("missed_heading_queries", missed), ("primary_share", lands.share)):
         report.metric(name, value)
+    write_run(report, study.responses, kinds=[q.origin for q in study.queries], top_k=k, query_set="derived",
+              qrels=[(q.text, q.owner) for q in study.queries if q.owner], qrels_level="source_file")
     return lands

@@ -45,6 +45,7 @@ from urllib.parse import urlsplit
 
 from ..models import SearchResponse, SearchResult
 from ..params import GoldenQuery, GoldenSet, NegativeQuery, load_golden_set
+from ..runfiles import write_run
 from ..search import Retriever
 from .health import PayloadScan, record_completeness
 
@@ -131,6 +132,8 @@ class ValidationReport:
     ndcg_at_k: float
     top_k: int
     outcomes: list[QueryOutcome] = field(default_factory=list)
+    #: the responses judged, in ``outcomes`` order (what :func:`record` keeps as the run file)
+    responses: list[SearchResponse] = field(default_factory=list, repr=False)
 
     @property
     def qrels(self) -> dict[str, dict[str, int]]:
@@ -233,7 +236,7 @@ def evaluate_golden(retriever: Retriever, golden: GoldenSet, *, vector_count: in
         failed_queries=failed,
         vector_count=vector_count, metadata_completeness=metadata_completeness,
         negatives_total=len(golden.negatives), negatives_passed=negatives_passed,
-        hit_at_k=hit, mrr=mrr, ndcg_at_k=ndcg, top_k=golden.top_k, outcomes=outcomes,
+        hit_at_k=hit, mrr=mrr, ndcg_at_k=ndcg, top_k=golden.top_k, outcomes=outcomes, responses=responses,
     )
 
 
@@ -318,6 +321,9 @@ def record(report: NotebookReport, validation: ValidationReport, scan: PayloadSc
                         ("vector_count", v.vector_count), ("metadata_completeness", scan.metadata_completeness),
                         ("validation_report_passed", v.passed)):
         report.metric(name, value)
+    if v.responses:  # the run file a later comparison reads (retrieval_lib.runfiles), page-level qrels
+        write_run(report, v.responses, kinds=[o.kind for o in v.outcomes], top_k=k, qrels_level="source_url",
+                  qrels={o.query: dict.fromkeys(o.relevant_pages or (NO_RELEVANT_PAGE,), 1) for o in gold + extra})
 
 
 # --------------------------------------------------------------------------- tables

@@ -1,4 +1,4 @@
-"""Collection health: a pass over EVERY point (paged scroll), not a sample.
+"""Collection health: a pass over EVERY point (one scroll of the payload fields, in large pages), not a sample.
 
 - payload completeness per field (seed 000 FR-007's fields),
 - ``metadata_completeness``: % of points carrying every field (seed 004),
@@ -21,13 +21,16 @@ from typing import TYPE_CHECKING, Any
 
 from ..errors import ValidationError
 from ..models import PAYLOAD_FIELDS, CollectionStats
+from ..scan import Columns, read_columns, shared
 from ..store import VectorStore, size_warning
 
 if TYPE_CHECKING:
+    import os
+
     from ..embedders import Embedder
     from ..report import Gate, NotebookReport
 
-__all__ = ["PayloadScan", "scan_payloads", "collection_warnings", "record", "record_completeness",
+__all__ = ["PayloadScan", "scan_payloads", "tally_payloads", "collection_warnings", "record", "record_completeness",
            "stats_frame", "completeness_frame", "per_file_frame", "duplicates_frame", "models_frame",
            "completeness_figure", "per_file_figure", "STATS_SHOWN"]
 
@@ -75,53 +78,56 @@ class PayloadScan:
         return out
 
 
+def tally_payloads(columns: Columns) -> dict[str, Any]:
+    """The raw counts of a payload scan (JSON, independent of the configured model), from its columns.
+
+    A field is present on a point when its value is neither missing, ``None`` nor ``""``.
+    """
+    fields = list(PAYLOAD_FIELDS)
+    carried = {f: [v is not None and v != "" for v in columns[f]] for f in fields}
+    hashes = Counter(str(h) for h in columns["content_hash"] if h)
+    return {"points": len(columns), "field_present": {f: sum(flags) for f, flags in carried.items()},
+            "complete_points": sum(map(all, zip(*carried.values()))),
+            "duplicate_hashes": {h: n for h, n in hashes.items() if n > 1},
+            "model_versions": dict(Counter(str(m or "(none)") for m in columns["model_version"])),
+            "points_per_file": dict(sorted(Counter(str(f or "(none)") for f in columns["source_file"]).items()))}
+
+
 def scan_payloads(store: VectorStore, collection: str, *, expected_model: str | None = None,
-                  batch_size: int = 512, progress: bool = False) -> PayloadScan:
-    """Read every point's payload once and tally completeness, duplicates and models.
+                  batch_size: int | None = None, progress: bool = False,
+                  run_dir: str | os.PathLike[str] | None = None) -> PayloadScan:
+    """Read every point's payload fields once and tally completeness, duplicates and models.
+
+    Only :data:`~retrieval_lib.models.PAYLOAD_FIELDS` are read, in large pages
+    (:func:`retrieval_lib.scan.read_columns`).
 
     Args:
         store: the store holding the collection.
         collection: collection name.
         expected_model: the configured embedder's model; points with another
             ``model_version`` are counted as foreign.
-        batch_size: points per scroll page, >= 1.
+        batch_size: points per scroll page, >= 1; default large pages (:func:`retrieval_lib.scan.page_size`).
         progress: show a progress bar (tqdm).
+        run_dir: the run folder: the tally is kept there and the run's other notebooks reuse it while the
+            collection is unchanged (:func:`retrieval_lib.scan.shared` says how); empty: scan here, share nothing.
 
     Raises:
         ValidationError: ``batch_size`` is not a whole number >= 1.
     """
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise ValidationError(f"batch_size must be a whole number >= 1 (got {batch_size!r})", field="batch_size")
     fields = list(PAYLOAD_FIELDS)
-    present = Counter({f: 0 for f in fields})
-    hashes: Counter[str] = Counter()
-    models: Counter[str] = Counter()
-    files: Counter[str] = Counter()
-    points = complete = 0
-    iterator = store.scroll(collection, with_payload=True, batch_size=batch_size)
-    if progress:
-        from tqdm import tqdm
-
-        iterator = tqdm(iterator, total=store.count(collection), desc="scanning points", unit="pt")
-    for point in iterator:
-        payload = point.payload or {}
-        points += 1
-        have = [f for f in fields if payload.get(f) not in (None, "")]
-        present.update(have)
-        complete += len(have) == len(fields)
-        if payload.get("content_hash"):
-            hashes[str(payload["content_hash"])] += 1
-        models[str(payload.get("model_version") or "(none)")] += 1
-        files[str(payload.get("source_file") or "(none)")] += 1
-    duplicates = {h: n for h, n in hashes.items() if n > 1}
+    tally, _ = shared(run_dir, "payloads", store, collection, fields, lambda: tally_payloads(
+        read_columns(store, collection, fields, batch_size=batch_size, progress=progress)))
+    models: dict[str, int] = tally["model_versions"]
     foreign = sum(n for m, n in models.items() if expected_model and m != expected_model)
-    scan = PayloadScan(points=points, field_present=dict(present), complete_points=complete,
-                       duplicate_hashes=duplicates, model_versions=dict(models), foreign_model_points=foreign,
-                       points_per_file=dict(sorted(files.items())))
-    small = size_warning(collection, points)
+    scan = PayloadScan(points=tally["points"], field_present=tally["field_present"],
+                       complete_points=tally["complete_points"], duplicate_hashes=tally["duplicate_hashes"],
+                       model_versions=models, foreign_model_points=foreign, points_per_file=tally["points_per_file"])
+    small = size_warning(collection, scan.points)
     if small:
         scan.warnings.append(small)
-    if duplicates:
+    if scan.duplicate_hashes:
         scan.warnings.append(f"{scan.extra_copies} points repeat the text of another")
     if foreign:
         scan.warnings.append(f"{foreign} points were embedded with a model other than {expected_model}")

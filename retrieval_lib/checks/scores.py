@@ -30,6 +30,7 @@ from typing import Any
 
 from ..errors import ValidationError
 from ..models import SearchResponse
+from ..runfiles import write_run
 
 __all__ = [
     "score_frame", "top1_scores", "clip_counts", "ClipCounts", "separation", "thresholds_grid",
@@ -394,4 +395,6 @@ def record(report: Any, study: ScoreStudy, *, score_threshold: float, min_separa
                         ("separation", gap.width), ("recommended_threshold", gap.recommended),
                         ("negative_raw_scores", clips.negative), ("scores_checked", clips.scores)):
         report.metric(name, value)
+    write_run(report, study.in_domain + study.out_of_domain, top_k=study.top_k,  # for a later comparison (14)
+              kinds=["in_domain"] * len(study.in_domain) + ["out_of_domain"] * len(study.out_of_domain))
     return verdict

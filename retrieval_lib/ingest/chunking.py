@@ -11,8 +11,20 @@ into blocks (paragraph, list, table, admonition, fenced code). Blocks are
 packed greedily into chunks of at most ``max_tokens``. A block that does not
 fit even in an empty chunk is split into smaller units (list -> items,
 paragraph -> sentences -> words, table -> row groups with the header
-repeated, admonition -> parts wrapped in their own ``:::`` fences); code is
-never split and may exceed the limit on its own.
+repeated, admonition -> parts wrapped in their own ``:::`` fences, code ->
+runs of whole lines, each part a complete fence). Continuation chunks of a
+section start with its heading line labelled "(continued)".
+
+Sizes are counted with ``count_tokens``; ingest passes the embedder's own
+counter (MiniLM's wordpiece tokenizer, offline). With ``window_tokens`` (the
+model's input window, title line included, special tokens excluded) no chunk
+is longer than the window minus the title line that ingest embeds with it, so
+the model reads every chunk whole. The only exceptions are things that cannot
+be cut: one code line, one table row or a run of heading lines longer than the
+window by themselves. Fragments (chunks under ``min_tokens``) are avoided where
+the text allows: a lead-in joins the block it introduces (past ``max_tokens``
+if need be, never past the window), and a short tail folds back into its
+section's previous chunk.
 
 This module is the entry point and owns the :class:`Chunk` and the argument
 checks. Cutting the body into sections and blocks lives in
@@ -30,10 +42,15 @@ from dataclasses import dataclass
 from ..errors import ValidationError
 from .blocks import parse_blocks, split_sections
 from .packing import Packer
-from .syntax import normalize_newlines
+from .syntax import atx_heading, normalize_newlines
 from .units import Unit, render
 
-__all__ = ["Chunk", "default_count_tokens", "chunk_markdown"]
+__all__ = ["Chunk", "CHUNKER_VERSION", "SPECIAL_TOKENS", "default_count_tokens", "chunk_markdown", "model_window"]
+
+#: Part of every file hash: a new version re-chunks (and re-embeds) every file on the next ingest.
+CHUNKER_VERSION = "2"
+#: Tokens the model adds to every input ([CLS] and [SEP] for MiniLM); not available to the chunk.
+SPECIAL_TOKENS = 2
 
 
 @dataclass(frozen=True)
@@ -78,14 +95,28 @@ def default_count_tokens(text: str) -> int:
 # heading followed straight by a subheading never becomes a chunk by itself.
 _TINY_SECTION_TOKENS = 25
 _MIN_MAX_TOKENS = 20
+#: A chunk under this many tokens (heading line included) is a fragment, avoided where the text allows.
+DEFAULT_MIN_TOKENS = 40
+
+
+def model_window(embedder: object) -> int | None:
+    """Tokens of text an embedder reads per input: its ``max_tokens`` minus :data:`SPECIAL_TOKENS`.
+
+    None when the embedder does not say (then chunks are sized by ``max_tokens`` alone).
+    """
+    window = getattr(embedder, "max_tokens", None)
+    return int(window) - SPECIAL_TOKENS if isinstance(window, int) and not isinstance(window, bool) else None
 
 
 # --- entry point ------------------------------------------------------------
 
 
-def _check_sizes(max_tokens: int, overlap_tokens: int) -> None:
+def _check_sizes(max_tokens: int, overlap_tokens: int, window_tokens: int | None, min_tokens: int) -> None:
     """Raise if the window sizes are unusable."""
-    for name, value in (("max_tokens", max_tokens), ("overlap_tokens", overlap_tokens)):
+    sizes = [("max_tokens", max_tokens), ("overlap_tokens", overlap_tokens), ("min_tokens", min_tokens)]
+    if window_tokens is not None:
+        sizes.append(("window_tokens", window_tokens))
+    for name, value in sizes:
         if isinstance(value, bool) or not isinstance(value, int):
             raise ValidationError(f"{name} must be a whole number, got {type(value).__name__}", field=name)
     if max_tokens < _MIN_MAX_TOKENS:
@@ -95,6 +126,18 @@ def _check_sizes(max_tokens: int, overlap_tokens: int) -> None:
     if overlap_tokens >= max_tokens:
         raise ValidationError(f"overlap_tokens ({overlap_tokens}) must be smaller than max_tokens ({max_tokens})",
                               field="overlap_tokens")
+    if min_tokens < 0:
+        raise ValidationError(f"min_tokens must be >= 0, got {min_tokens}", field="min_tokens")
+    if window_tokens is not None and window_tokens < 2 * _MIN_MAX_TOKENS:
+        raise ValidationError(f"window_tokens must be >= {2 * _MIN_MAX_TOKENS}, got {window_tokens}",
+                              field="window_tokens")
+
+
+def _continued(heading: str) -> str:
+    """The heading line that starts a continuation chunk: ``## Title (continued)``."""
+    hashes = heading.lstrip()[: len(heading.lstrip()) - len(heading.lstrip().lstrip("#"))]
+    parsed = atx_heading(heading)
+    return f"{hashes} {parsed[1]} (continued)" if parsed else heading
 
 
 def chunk_markdown(
@@ -104,6 +147,8 @@ def chunk_markdown(
     max_tokens: int = 200,
     overlap_tokens: int = 40,
     count_tokens: Callable[[str], int] = default_count_tokens,
+    window_tokens: int | None = None,
+    min_tokens: int = DEFAULT_MIN_TOKENS,
 ) -> list[Chunk]:
     """Split a markdown body into heading-aware chunks of at most ``max_tokens``.
 
@@ -113,9 +158,9 @@ def chunk_markdown(
     section's first chunk. Continuation chunks of a section start with up to
     ``overlap_tokens`` of whole trailing sentences of the previous chunk's
     prose. A chunk exceeds the limit only around something that cannot be
-    cut: a code block (never cut), one table row with its header, an
-    admonition with no room to split, or heading lines that fill the window
-    by themselves.
+    cut: one code line (code is cut only between lines), one table row with
+    its header, an admonition with no room to split, or heading lines that
+    fill the window by themselves.
 
     Args:
         body: Markdown without front matter.
@@ -124,23 +169,39 @@ def chunk_markdown(
         max_tokens: Largest chunk size, heading line included; >= 20.
         overlap_tokens: Largest overlap; >= 0 and < ``max_tokens``.
         count_tokens: Token counter used for every size decision.
+        window_tokens: The model's input window in ``count_tokens`` units
+            (special tokens excluded), or None. Every chunk then stays within
+            ``window_tokens - count_tokens(title + "\n")``, the room left by
+            the title line ingest embeds in front of it; ``max_tokens`` is
+            lowered to that when larger, and a fragment may grow past
+            ``max_tokens`` up to it.
+        min_tokens: Size under which a chunk is a fragment, avoided where the
+            text allows; 0 turns the avoidance off.
 
     Returns:
         Chunks in document order; empty when the body has no text.
 
     Raises:
         ValidationError: a size is not a whole number, ``max_tokens`` < 20, ``overlap_tokens`` < 0 or
-            ``overlap_tokens`` >= ``max_tokens`` (``field`` names the size).
+            ``overlap_tokens`` >= ``max_tokens``, ``min_tokens`` < 0, ``window_tokens`` < 40
+            (``field`` names the size).
     """
-    _check_sizes(max_tokens, overlap_tokens)
+    _check_sizes(max_tokens, overlap_tokens, window_tokens, min_tokens)
+    limit = max_tokens
+    if window_tokens is not None:
+        limit = max(window_tokens - count_tokens(f"{title}\n"), _MIN_MAX_TOKENS)
+        max_tokens = min(max_tokens, limit)
+        overlap_tokens = min(overlap_tokens, max_tokens - 1)
     sections = split_sections(normalize_newlines(body), title)
 
     headings: dict[int, Unit] = {}
+    continued: dict[int, Unit] = {}
     section_units: list[list[Unit]] = []
     next_block = 0
     for index, section in enumerate(sections):
         if section.heading is not None:
             headings[index] = Unit("heading", section.heading, index, -1)
+            continued[index] = Unit("heading", _continued(section.heading), index, -1)
         units: list[Unit] = []
         for kind, text in parse_blocks(section.lines):
             units.append(Unit(kind, text, index, next_block))
@@ -154,7 +215,8 @@ def chunk_markdown(
         text_after[index] = seen_text
         seen_text = seen_text or bool(section_units[index])
 
-    packer = Packer(max_tokens, overlap_tokens, count_tokens, headings)
+    packer = Packer(max_tokens, overlap_tokens, count_tokens, headings, limit=limit, min_tokens=min_tokens,
+                    continued=continued)
     for index, units in enumerate(section_units):
         if index in headings:
             packer.add(headings[index])

@@ -2,10 +2,18 @@
 
 Owns where chunk boundaries go: a unit joins the current chunk while the
 rendered chunk stays within ``max_tokens``; otherwise the chunk is emitted and
-the next one starts with its section's heading line and up to
-``overlap_tokens`` of the previous chunk's trailing sentences. A unit too big
-even for a fresh chunk is cut by :func:`retrieval_lib.ingest.units.split_unit`
-(or, for an admonition, by packing its inside into parts here).
+the next one starts with its section's heading line (labelled "(continued)")
+and up to ``overlap_tokens`` of the previous chunk's trailing sentences (never
+after code). A unit too big even for a fresh chunk is cut by
+:func:`retrieval_lib.ingest.units.split_unit` (or, for an admonition, by
+packing its inside into parts here).
+
+Fragments: a chunk under ``min_tokens`` (a lead-in sentence, a heading with a
+line under it) is not emitted alone when it can be helped. The next block
+joins it even past ``max_tokens`` while the chunk stays within ``limit`` (the
+model's window); otherwise the next block is cut so its first part fills the
+chunk; and a fragment left at the end of a section is folded into the
+section's previous chunk when the two fit ``limit`` together.
 """
 
 from __future__ import annotations
@@ -19,14 +27,19 @@ __all__ = ["Packer"]
 
 # Below this many tokens of room, splitting an admonition's inside is pointless.
 _MIN_ADMONITION_ROOM = 5
+# Blocks too big for a fresh chunk that are cut at once, so their first part fills the current chunk.
+_FILL_KINDS = PROSE_KINDS | {"code"}
 
 
 class Packer:
     """Greedy packer of units into chunks of at most ``max_tokens``.
 
     Sections are fed in order; :meth:`finish` closes the current chunk at a
-    section boundary. ``headings`` maps a section index to its heading unit,
-    which starts every continuation chunk of that section. The result is
+    section boundary. ``headings`` maps a section index to its heading unit;
+    ``continued`` (default: ``headings``) to the heading unit that starts
+    every continuation chunk of that section. ``limit`` (default and at least
+    ``max_tokens``) is the hard ceiling a fragment may grow to; ``min_tokens``
+    (0: off) the size under which a chunk is a fragment. The result is
     :attr:`chunks`: (text, section index of its last content unit) pairs.
     """
 
@@ -36,12 +49,21 @@ class Packer:
         overlap_tokens: int,
         count_tokens: Callable[[str], int],
         headings: dict[int, Unit],
+        *,
+        limit: int | None = None,
+        min_tokens: int = 0,
+        continued: dict[int, Unit] | None = None,
     ) -> None:
         self._max = max_tokens
+        self._limit = max(limit or max_tokens, max_tokens)
+        self._min = min_tokens
         self._overlap_max = overlap_tokens
         self._count = count_tokens
         self._headings = headings
+        self._continued = headings if continued is None else continued
         self._units: list[Unit] = []
+        # The units of the last emitted chunk, so a fragment can be folded into it.
+        self._last_emitted: list[Unit] = []
         # The overlap currently at the chunk's start, as (joiner, sentence)
         # pairs so it can be shortened from the front, and the (section,
         # block) it was taken from.
@@ -67,20 +89,23 @@ class Packer:
 
     # placement ------------------------------------------------------------
 
-    def _fits(self, units: list[Unit]) -> bool:
-        return self._count(render(units)) <= self._max
+    def _fits(self, units: list[Unit], limit: int | None = None) -> bool:
+        return self._count(render(units)) <= (self._max if limit is None else limit)
 
     def _fits_beside(self, unit: Unit) -> bool:
         """Whether ``unit`` fits after what the current chunk holds."""
         return self._fits([*self._units, unit])
 
     def _fits_fresh(self, unit: Unit) -> bool:
-        """Whether ``unit`` fits in a new chunk holding only its heading line."""
-        heading = self._headings.get(unit.section)
+        """Whether ``unit`` fits in a new chunk holding only its (continuation) heading line."""
+        heading = self._continued.get(unit.section)
         return self._fits([heading, unit] if heading is not None else [unit])
 
     def _has_content(self) -> bool:
         return any(u.kind not in ("heading", "overlap") for u in self._units)
+
+    def _is_fragment(self, units: list[Unit]) -> bool:
+        return self._count(render(units)) < self._min
 
     def _place(self, unit: Unit) -> list[Unit] | None:
         """Put ``unit`` in the chunk, or return the pieces to place instead."""
@@ -88,9 +113,18 @@ class Packer:
             self._units.append(unit)
             return None
         if self._has_content():
-            # Prose too big even for a fresh chunk is split now, so its first
-            # sentences fill this chunk instead of leaving it half empty.
-            if unit.kind in PROSE_KINDS and not self._fits_fresh(unit):
+            if unit.kind != "heading" and self._is_fragment(self._units):
+                # A fragment takes the next block whole while the model still reads all of it,
+                # else the block's first part: a lead-in never ends up alone.
+                if self._fits([*self._units, unit], self._limit):
+                    self._units.append(unit)
+                    return None
+                pieces = self._split(unit)
+                if pieces:
+                    return pieces
+            # Prose or code too big even for a fresh chunk is split now, so its
+            # first part fills this chunk instead of leaving it half empty.
+            elif unit.kind in _FILL_KINDS and not self._fits_fresh(unit):
                 pieces = self._split(unit)
                 if pieces:
                     return pieces
@@ -104,8 +138,16 @@ class Packer:
         pieces = self._split(unit)
         if pieces:
             return pieces
-        # Unsplittable and too big (a long code block): alone, over the limit.
-        self._set_overlap([])
+        if self._overlap:
+            # The block is cut against a chunk without overlap rather than kept whole past the limit.
+            self._set_overlap([])
+            if self._fits_beside(unit):
+                self._units.append(unit)
+                return None
+            pieces = self._split(unit)
+            if pieces:
+                return pieces
+        # Unsplittable and too big (a code line, a table row longer than a chunk): alone, over the limit.
         self._units.append(unit)
         return None
 
@@ -142,8 +184,16 @@ class Packer:
         content = [u for u in units if u.kind not in ("heading", "overlap")]
         if not content:
             return
-        text = render(units).rstrip()
-        self.chunks.append((text, content[-1].section))
+        if self._is_fragment(units) and self.chunks and self._last_emitted:
+            # A fragment at the end of a section goes back into the section's previous chunk if both fit.
+            section = self.chunks[-1][1]
+            merged = [*self._last_emitted, *content]
+            if all(u.section == section for u in content) and self._fits(merged, self._limit):
+                self.chunks[-1] = (render(merged).rstrip(), section)
+                self._last_emitted = merged
+                return
+        self.chunks.append((render(units).rstrip(), content[-1].section))
+        self._last_emitted = list(units)
 
     def _flush(self, next_unit: Unit) -> None:
         """Emit the chunk and start the next one for ``next_unit``'s section."""
@@ -157,7 +207,7 @@ class Packer:
         self._overlap = []
         if carried or next_unit.kind == "heading":
             return  # a new section starts: no repeated heading, no overlap
-        heading = self._headings.get(next_unit.section)
+        heading = self._continued.get(next_unit.section)
         if heading is not None:
             self._units.append(heading)
         block, segments = self._overlap_from(emitted, next_unit.section)
@@ -174,8 +224,9 @@ class Packer:
         at words) it has no whole sentence at its end, so trailing words are
         used instead.
         """
-        if self._overlap_max <= 0:
-            return -1, []
+        content = [u for u in units if u.kind not in ("heading", "overlap")]
+        if self._overlap_max <= 0 or (content and content[-1].kind == "code"):
+            return -1, []  # after code, the next chunk starts with the code's continuation, not old prose
         last = next(
             (i for i in range(len(units) - 1, -1, -1) if units[i].section == section and units[i].kind in PROSE_KINDS),
             None,

@@ -18,7 +18,7 @@ from __future__ import annotations
 import hashlib
 import logging
 import uuid
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
@@ -26,11 +26,12 @@ from pathlib import Path
 from typing import Any
 
 from ..config import Settings, load_settings
-from ..embedders import Embedder, make_embedder
+from ..embedders import COHERE_MAX_BATCH, Embedder, make_embedder
 from ..errors import ConfigurationError
+from ..scan import iter_points
 from ..search import ensure_compatible
 from ..store import VectorStore
-from .chunking import chunk_markdown
+from .chunking import CHUNKER_VERSION, chunk_markdown, model_window
 from .documents import MarkdownDoc, discover_documents, is_stub, read_document
 
 __all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "PreparedChunk", "prepare_documents", "ingest",
@@ -91,7 +92,8 @@ class IngestSummary:
 
 def _file_hash(raw: bytes, *, model: str, max_tokens: int, overlap: int, base_url: str) -> str:
     h = hashlib.sha256(raw)
-    h.update(f"|{model}|{max_tokens}|{overlap}|{base_url}".encode())
+    # The chunker's version too: a new chunker re-chunks (and re-embeds) every file.
+    h.update(f"|{model}|{max_tokens}|{overlap}|{base_url}|chunker {CHUNKER_VERSION}".encode())
     return h.hexdigest()
 
 
@@ -129,7 +131,8 @@ def prepare_documents(
             skipped.append(doc.source_file)
             continue
         chunks = chunk_markdown(doc.body, title=doc.title, max_tokens=max_tokens,
-                                overlap_tokens=overlap_tokens, count_tokens=embedder.count_tokens)
+                                overlap_tokens=overlap_tokens, count_tokens=embedder.count_tokens,
+                                window_tokens=model_window(embedder))
         if not chunks:
             skipped.append(doc.source_file)
             continue
@@ -170,7 +173,7 @@ def default_chunk_tokens(embedder: Embedder) -> int:
 def _existing_points(store: VectorStore, collection: str) -> dict[str, list[dict[str, Any]]]:
     by_file: dict[str, list[dict[str, Any]]] = defaultdict(list)
     fields = ["source_file", "file_hash", "chunk_sequence", "total_chunks", "model_version"]
-    for point in store.scroll(collection, with_payload=fields, batch_size=512):
+    for point in iter_points(store, collection, fields):  # just these fields, in large pages
         payload = dict(point.payload or {})
         payload["_id"] = str(point.id)
         by_file[str(payload.get("source_file"))].append(payload)
@@ -190,6 +193,23 @@ def _is_complete(points: list[dict[str, Any]], file_hash: str) -> bool:
     return sorted(sequences) == list(range(total or 0))
 
 
+def _finish_file(store: VectorStore, collection: str, source: str, chunks: list[PreparedChunk],
+                 old: list[dict[str, Any]], summary: IngestSummary) -> None:
+    """Every new point of ``source`` is written: delete its stale ones and count the file."""
+    old_ids = {p["_id"] for p in old}
+    new_ids = {c.point_id for c in chunks}
+    stale = sorted(old_ids - new_ids)
+    store.delete(collection, stale)
+    if old_ids:
+        summary.files_replaced += 1
+        summary.chunks_replaced += len(new_ids & old_ids)
+        summary.chunks_added += len(new_ids - old_ids)
+        summary.chunks_deleted += len(stale)
+    else:
+        summary.files_added += 1
+        summary.chunks_added += len(chunks)
+
+
 def _batched(items: list[Any], size: int) -> Iterable[list[Any]]:
     for start in range(0, len(items), size):
         yield items[start:start + size]
@@ -205,7 +225,7 @@ def ingest(
     recreate: bool = False,
     max_tokens: int | None = None,
     overlap_tokens: int = 40,
-    batch_size: int = 64,
+    batch_size: int = COHERE_MAX_BATCH,
     progress: bool = True,
 ) -> IngestSummary:
     """Bring ``collection`` in line with the documents under ``docs_dir``.
@@ -240,30 +260,28 @@ def ingest(
             summary.files_unchanged += 1
         else:
             todo.append((source, chunks))
-    total = sum(len(c) for _, c in todo)
-    bar = tqdm(total=total, desc="embedding chunks", unit="chunk", disable=not progress or total == 0)
+    # Chunks are embedded in batches of `batch_size` across files (not one call per file); a file's
+    # stale points are deleted only once every one of its new points is written, so a search never
+    # sees a file missing, and a run killed between two batches leaves that file incomplete (redone).
+    queue = [(source, c) for source, chunks in todo for c in chunks]
+    left = {source: len(chunks) for source, chunks in todo}
+    stamps: dict[str, str] = {}
+    bar = tqdm(total=len(queue), desc="embedding chunks", unit="chunk", disable=not progress or not queue)
     try:
-        for source, chunks in todo:
-            old_ids = {p["_id"] for p in existing.get(source, [])}
-            stamp = datetime.now(UTC).isoformat(timespec="seconds")
-            for batch in _batched(chunks, batch_size):
-                vectors = embedder.embed_documents([c.embed_text for c in batch])
-                store.upsert(collection, [
-                    models.PointStruct(id=c.point_id, vector=v, payload={**c.payload, "processing_timestamp": stamp})
-                    for c, v in zip(batch, vectors)
-                ])
-                bar.update(len(batch))
-            new_ids = {c.point_id for c in chunks}
-            stale = sorted(old_ids - new_ids)
-            store.delete(collection, stale)
-            if old_ids:
-                summary.files_replaced += 1
-                summary.chunks_replaced += len(new_ids & old_ids)
-                summary.chunks_added += len(new_ids - old_ids)
-                summary.chunks_deleted += len(stale)
-            else:
-                summary.files_added += 1
-                summary.chunks_added += len(chunks)
+        for batch in _batched(queue, batch_size):
+            vectors = embedder.embed_documents([c.embed_text for _, c in batch])
+            for source, _ in batch:
+                stamps.setdefault(source, datetime.now(UTC).isoformat(timespec="seconds"))
+            store.upsert(collection, [
+                models.PointStruct(id=c.point_id, vector=v,
+                                   payload={**c.payload, "processing_timestamp": stamps[source]})
+                for (source, c), v in zip(batch, vectors)
+            ])
+            bar.update(len(batch))
+            for source, written in Counter(s for s, _ in batch).items():
+                left[source] -= written
+                if left[source] == 0:
+                    _finish_file(store, collection, source, prepared[source], existing.get(source, []), summary)
     finally:
         bar.close()
 

@@ -2,12 +2,14 @@
 
 A :class:`Unit` is a block of a section (paragraph, list, table, admonition,
 code), a heading line, or a part of a block after splitting (list item,
-sentence, word, piece, table row group). :func:`render` joins units into chunk
-text. :func:`split_unit` cuts a unit that does not fit: a list into its items,
-prose into sentences and then words, a table into row groups that repeat the
-header, and a single overlong word in half. Code is never cut. Admonitions are
-cut by re-packing their inside, which is the packer's job
-(:mod:`retrieval_lib.ingest.packing`).
+sentence, word, piece, table row group, code part). :func:`render` joins units
+into chunk text. :func:`split_unit` cuts a unit that does not fit: a list into
+its items, prose into sentences and then words, a table into row groups that
+repeat the header, a fenced code block at line boundaries into parts that are
+each a whole fence (opening line repeated, closing line added), a list item
+holding a fence around that fence, and a single overlong word in half. A code
+line is never cut. Admonitions are cut by re-packing their inside, which is the
+packer's job (:mod:`retrieval_lib.ingest.packing`).
 """
 
 from __future__ import annotations
@@ -17,9 +19,9 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 from .blocks import LIST_ITEM, TABLE_SEPARATOR, indent
-from .syntax import LIST_MARKER, fence_opening, with_fence_state
+from .syntax import LIST_MARKER, closes_fence, fence_opening, with_fence_state
 
-__all__ = ["Unit", "PROSE_KINDS", "render", "sentence_spans", "word_spans", "split_unit"]
+__all__ = ["Unit", "PROSE_KINDS", "render", "sentence_spans", "word_spans", "split_unit", "split_code"]
 
 # Units whose text can be repeated as overlap and split into sentences.
 PROSE_KINDS = frozenset({"paragraph", "list", "item", "sentence", "word", "piece"})
@@ -134,12 +136,15 @@ def split_unit(
         fits_fresh: Whether a unit fits in a new chunk holding only its heading.
 
     Returns:
-        The parts in order, or None for code, headings, overlap, a table that
-        cannot be cut into two row groups, and a word that fits a fresh chunk.
+        The parts in order, or None for headings, overlap, code of one line (or
+        whose first line fits only a fresh chunk), a table that cannot be cut
+        into two row groups, and a word that fits a fresh chunk.
     """
     kind, text = unit.kind, unit.text
-    if kind in ("code", "heading", "overlap", "admonition"):
+    if kind in ("heading", "overlap", "admonition"):
         return None
+    if kind == "code":
+        return split_code(unit, fits_beside=fits_beside, fits_fresh=fits_fresh)
     if kind == "table":
         return _split_table(unit, fits_beside)
     if kind == "list":
@@ -148,7 +153,8 @@ def split_unit(
             return _units_from_spans(unit, "item", items)
         kind = "item"
     if kind == "item" and any(fence_opening(line) for line in text.split("\n")):
-        return None  # never cut inside a fence, even one nested in a list
+        # Cut around the nested fence; the fence itself is then cut only at line boundaries.
+        return _split_around_fences(unit)
     if kind in ("paragraph", "item"):
         sentences = sentence_spans(text)
         if len(sentences) > 1:
@@ -188,3 +194,100 @@ def _split_table(unit: Unit, fits_beside: Callable[[Unit], bool]) -> list[Unit] 
     if len(groups) < 2:
         return None
     return [Unit("table", "\n".join([*header, *group]), unit.section, unit.block) for group in groups]
+
+
+# --- code -------------------------------------------------------------------------
+
+def _fence_parts(unit: Unit) -> tuple[str, list[str], str | None, str]:
+    """(opening line, inner lines, closing line or None, closing line for a part) of a code unit."""
+    lines = unit.text.split("\n")
+    opener = lines[0]
+    fence = fence_opening(opener) or "```"
+    closer = lines[-1] if len(lines) > 1 and closes_fence(lines[-1], fence) else None
+    inner = lines[1:-1] if closer is not None else lines[1:]
+    made = opener[: len(opener) - len(opener.lstrip(" \t"))] + fence
+    return opener, inner, closer, made
+
+
+def split_code(
+    unit: Unit,
+    *,
+    fits_beside: Callable[[Unit], bool],
+    fits_fresh: Callable[[Unit], bool],
+) -> list[Unit] | None:
+    """A fenced code block cut at a line boundary into a first part that fits and the rest.
+
+    Each part is a whole fence: the opening line (with its info string) is
+    repeated and a closing fence is added, so every part renders as code; no
+    line is ever cut. The first part holds as many lines as fit after what
+    the current chunk holds; the rest is one unit, cut again if it is still
+    too big.
+
+    Returns:
+        ``[first, rest]``, or None when the block has fewer than two lines
+        inside, or when not even one line fits beside the current chunk but
+        one would fit a fresh chunk (the caller starts a new chunk and asks again).
+    """
+    opener, inner, closer, made = _fence_parts(unit)
+    if len(inner) < 2:
+        return None
+
+    def part(lines: list[str], last: bool) -> Unit:
+        end = (closer if last else made)
+        text = "\n".join([opener, *lines] + ([end] if end is not None else []))
+        return Unit("code", text, unit.section, unit.block, unit.joiner)
+
+    low, high = 0, len(inner) - 1  # the largest k < len(inner) with part(inner[:k]) fitting
+    while low < high:
+        middle = (low + high + 1) // 2
+        if fits_beside(part(inner[:middle], False)):
+            low = middle
+        else:
+            high = middle - 1
+    taken = low
+    if taken == 0:
+        if fits_fresh(part(inner[:1], False)):
+            return None
+        taken = 1  # one line too long for any chunk: it goes alone, over the limit, never cut
+    return [part(inner[:taken], False), Unit("code", "\n".join([opener, *inner[taken:]] + ([closer] if closer
+                                                                                              else [])),
+                                                unit.section, unit.block, "\n\n")]
+
+
+def _split_around_fences(unit: Unit) -> list[Unit] | None:
+    """A list item holding a fence, cut into its text runs and its fences (kept as code units).
+
+    The blank lines between runs become the joiners, so the parts render back to the item exactly.
+    """
+    runs: list[tuple[str, list[str]]] = []
+    fence: str | None = None
+    for line, in_code in with_fence_state(unit.text.split("\n")):
+        opens = in_code and fence is None
+        if opens:
+            fence = fence_opening(line)
+        elif in_code and fence is not None and closes_fence(line, fence):
+            fence = None
+            runs[-1][1].append(line)
+            continue
+        if opens or (not in_code and (not runs or runs[-1][0] == "code")):
+            runs.append(("code" if opens else "item", [line]))
+        else:
+            runs[-1][1].append(line)
+    units: list[Unit] = []
+    blank = 0  # blank lines carried from the end of the previous run
+    for kind, lines in runs:
+        while kind == "item" and lines and not lines[0].strip():
+            blank += 1
+            lines = lines[1:]
+        trailing = 0
+        while kind == "item" and lines and not lines[-1].strip():
+            trailing += 1
+            lines = lines[:-1]
+        if lines:
+            joiner = unit.joiner if not units else "\n" * (blank + 1)
+            units.append(Unit(kind, "\n".join(lines), unit.section, unit.block, joiner))
+            blank = 0
+        blank += trailing
+    if len(units) == 1 and units[0].kind == "code":
+        return units  # an item that is nothing but a fence: cut as code
+    return units if len(units) > 1 else None

@@ -15,6 +15,7 @@ from typing import Any
 
 from ..config import Settings
 from ..report import NotebookReport
+from ..scan import iter_points
 from .metadata import CHUNKS, ROW_FIELDS, SEED003_DOCUMENTS, MetadataDB, slug_of
 
 __all__ = ["MetadataConsistency", "payload_view", "compare", "compare_store", "check", "record", "TABLES"]
@@ -96,7 +97,8 @@ def compare(payloads: Iterable[Mapping[str, Any]], rows: Iterable[Mapping[str, A
 def compare_store(store: Any, collection: str, db: MetadataDB) -> MetadataConsistency:
     """:func:`compare` of ``collection`` in ``store`` with the rows of ``db`` (on the columns its table has)."""
     fields = [f for f in ROW_FIELDS if db.mapping.column(f)]
-    payloads = (p.payload or {} for p in store.scroll(collection, with_payload=True, batch_size=1024))
+    read = ["chunk_id", "source_file", "order_index", *ROW_FIELDS]  # what payload_view reads, in large pages
+    payloads = (p.payload or {} for p in iter_points(store, collection, read))
     return compare(payloads, db.iter_rows(), fields)
 
 

@@ -32,6 +32,7 @@ import sqlalchemy as sa
 from sqlalchemy import exc as sa_exc
 
 from ..config import Settings, redact_url
+from ..scan import iter_points
 from .errors import DatabaseUnavailableError
 
 __all__ = ["ROW_FIELDS", "TableMapping", "CHUNKS", "SEED003_DOCUMENTS", "MetadataDB", "SyncSummary",
@@ -350,7 +351,7 @@ class MetadataDB:
     def sync_collection(self, store: Any, collection: str) -> SyncSummary:
         """:meth:`sync` from every point of ``collection`` in ``store`` (read in large pages)."""
         fields = ["chunk_id", "source_file", *[f for f in ROW_FIELDS if f not in ("source_path", "slug")]]
-        summary = self.sync(p.payload or {} for p in store.scroll(collection, with_payload=fields, batch_size=1024))
+        summary = self.sync(p.payload or {} for p in iter_points(store, collection, fields))
         summary.location = f"{self.backend} {self.location}"
         return summary
 

@@ -90,7 +90,9 @@ request gets ``"ok"``; :meth:`FakeCohere.always` overrides both):
   L2-normalised. Hence: identical (model, input_type, text) -> identical vector;
   texts sharing words -> high cosine; unrelated texts -> cosine ~ 0; the same
   text as ``search_query`` and ``search_document`` -> cosine ~ 0.999 (one space,
-  as with the real models); another model -> an unrelated space. A body
+  as with the real models); another model -> an unrelated space. Opt-in:
+  ``FakeCohere(input_type_weight=w)`` sets that component's weight (1.0: the two
+  types of one text meet at cosine ~ 0.5, so a swapped type shows). A body
   ``output_dimension`` overrides ``dim``. Missing/empty ``texts`` (and no text in
   ``inputs``) or missing ``model``/``input_type`` -> 400 ``{"message": ...}``;
   a path other than ``/v2/embed`` -> 404.
@@ -149,7 +151,8 @@ def _token_vector(model: str, token: str, dim: int) -> np.ndarray:
     return vec
 
 
-def embed_text(text: str, *, model: str, input_type: str, dim: int) -> list[float]:
+def embed_text(text: str, *, model: str, input_type: str, dim: int,
+               input_type_weight: float = _INPUT_TYPE_WEIGHT) -> list[float]:
     """The fake's deterministic embedding of one text (see the module docstring)."""
     tokens = _TOKEN_RE.findall(text.lower())
     acc = np.zeros(dim)
@@ -162,7 +165,7 @@ def embed_text(text: str, *, model: str, input_type: str, dim: int) -> list[floa
         acc /= np.linalg.norm(acc) or 1.0
     noise = np.random.default_rng(_seed("full", model, input_type, text)).standard_normal(dim)
     noise /= np.linalg.norm(noise) or 1.0
-    vec = acc + _INPUT_TYPE_WEIGHT * noise
+    vec = acc + input_type_weight * noise
     vec /= np.linalg.norm(vec) or 1.0
     return [round(float(x), 8) for x in vec]
 
@@ -317,7 +320,8 @@ class _Handler(BaseHTTPRequestHandler):
             dim = parsed["output_dimension"]
         if isinstance(behaviour, tuple) and behaviour[0] == "dim":
             dim = behaviour[1]
-        vectors = [embed_text(t, model=model, input_type=input_type, dim=dim) for t in texts]
+        vectors = [embed_text(t, model=model, input_type=input_type, dim=dim,
+                              input_type_weight=fake.input_type_weight) for t in texts]
         if behaviour == "count_mismatch":
             vectors = vectors[:-1]
         n_tokens = sum(len(_TOKEN_RE.findall(t)) for t in texts)
@@ -337,8 +341,10 @@ class FakeCohere:
     makes every later request get one behaviour (``always(None)`` undoes it).
     """
 
-    def __init__(self, dim: int = 1024, script: list | None = None, hang_cap: float = 30.0):
+    def __init__(self, dim: int = 1024, script: list | None = None, hang_cap: float = 30.0,
+                 input_type_weight: float = _INPUT_TYPE_WEIGHT):
         self.dim = dim
+        self.input_type_weight = input_type_weight
         self.hang_cap = min(float(hang_cap), 30.0)
         self.requests: list[dict] = []
         self.url = ""

@@ -1,0 +1,385 @@
+"""Did retrieval get worse? Two runs compared query by query, with statistics (issue 14).
+
+Each run folder keeps its notebooks' run files (:mod:`retrieval_lib.runfiles`) and ``metrics/*.json``.
+:func:`compare_runs` lines two of them up, notebook by notebook:
+
+- per metric (ranx names: ``ndcg@5``, ``mrr``, ``hit_rate@5`` ...) over the judged queries, judged with the
+  BASELINE's qrels: baseline, candidate, delta = candidate - baseline, the 95% bootstrap interval of the delta,
+  the paired test's p-value (ranx ``compare``), and the smallest change the judged queries can detect;
+- per query: the metric deltas, and for every shared query (judged or not) RBO (p = 0.9) and Jaccard of the
+  chunk ids, and whether the top-1 chunk (and its source file) changed;
+- gates whose pass/fail status changed; a KS test of the in-domain and out-of-domain top-1 scores (02).
+
+Verdict (:attr:`Comparison.exit_code`): 1 when some metric is worse with p < ``alpha`` AND |delta| >=
+``min_effect``, else 0. Runs that asked different FIXED query sets (from params files) raise
+:class:`~retrieval_lib.errors.RunsNotComparableError` (exit 2); DERIVED query sets (coverage's heading queries,
+made from the collection) are compared on the queries both asked, and the difference is a note. A different
+collection, model or top_k is allowed and shown in :attr:`Comparison.settings_changes`.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from ..config import PROJECT_ROOT
+from ..errors import ConfigurationError, RunsNotComparableError, ValidationError
+from ..runfiles import RUNS_FOLDER, RunFile, read_runs
+from . import compare_stats as st
+from .consistency import jaccard, rbo
+
+__all__ = ["DEFAULT_METRICS", "RunInfo", "MetricDelta", "QueryChange", "GateChange", "Comparison", "load_run",
+           "find_baseline", "compare_runs", "record", "record_nothing", "for_notebook", "SELF"]
+
+DEFAULT_METRICS = ("ndcg@5", "mrr", "hit_rate@5")
+#: This check's own notebook: its gates are never compared.
+SELF = "14_compare"
+
+
+@dataclass
+class RunInfo:
+    """A run folder as a comparison reads it: its run files and its gates (``{(notebook, gate): passed}``)."""
+
+    path: Path
+    profile: str | None
+    status: str | None
+    runs: dict[str, RunFile]
+    gates: dict[tuple[str, str], bool]
+
+    @property
+    def name(self) -> str:
+        return self.path.name
+
+
+def _resolve(path: str | os.PathLike[str]) -> Path:
+    p = Path(path)
+    for option in (p, PROJECT_ROOT / p, PROJECT_ROOT / "outputs" / p):
+        if option.is_dir():
+            return option
+    raise ConfigurationError(f"no run folder {str(path)!r} (looked as given, under the project and under outputs/); "
+                             "pass a run folder such as outputs/<timestamp>-demo", path=str(path))
+
+
+def load_run(path: str | os.PathLike[str]) -> RunInfo:
+    """Read a run folder (or a committed baseline folder holding ``runs/`` and ``metrics/``).
+
+    Raises:
+        ConfigurationError: no such folder, or an unreadable run file.
+    """
+    folder = _resolve(path)
+    summary: dict[str, Any] = {}
+    if (folder / "summary.json").is_file():
+        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    gates: dict[tuple[str, str], bool] = {}
+    for m in sorted((folder / "metrics").glob("*.json")):
+        data = json.loads(m.read_text(encoding="utf-8"))
+        if data.get("notebook") != SELF:
+            gates.update({(data.get("notebook", m.stem), g["name"]): bool(g["passed"]) for g in data.get("gates", [])})
+    return RunInfo(path=folder, profile=summary.get("profile"), status=summary.get("status"),
+                   runs=read_runs(folder), gates=gates)
+
+
+def find_baseline(candidate: str | os.PathLike[str], *, outputs: str | os.PathLike[str] | None = None) -> Path | None:
+    """The latest complete run before ``candidate`` with the same profile and run files, or None.
+
+    Looks among the sibling folders of ``candidate`` (or in ``outputs``): names sort by their UTC timestamp.
+    A candidate without ``summary.json`` (an interactive run) matches any profile.
+    """
+    cand = Path(candidate).resolve()
+    parent = Path(outputs) if outputs else cand.parent
+    profile = None
+    if (cand / "summary.json").is_file():
+        profile = json.loads((cand / "summary.json").read_text(encoding="utf-8")).get("profile")
+    found = None
+    for folder in sorted(p for p in parent.iterdir() if p.is_dir() and p.resolve() != cand):
+        if (cand / "summary.json").is_file() and folder.name >= cand.name:
+            continue
+        s = folder / "summary.json"
+        if not s.is_file() or not any((folder / RUNS_FOLDER).glob("*.json")):
+            continue
+        data = json.loads(s.read_text(encoding="utf-8"))
+        if data.get("status") == "complete" and (profile is None or data.get("profile") == profile):
+            found = folder
+    return found
+
+
+@dataclass
+class MetricDelta:
+    """One metric of one notebook, baseline against candidate, over ``n`` judged queries."""
+
+    notebook: str
+    metric: str
+    n: int
+    baseline: float
+    candidate: float
+    low: float
+    high: float
+    p_value: float
+    regression: bool
+    detectable: float
+    basis: str
+    needed: int
+    per_query: dict[str, tuple[float, float]] = field(default_factory=dict)
+    kinds: str = ""
+
+    @property
+    def delta(self) -> float:
+        return self.candidate - self.baseline
+
+    def worst(self, limit: int = 3) -> list[tuple[str, float]]:
+        """The queries (ids) that lost most, worst first, with their delta (only those that lost)."""
+        losses = sorted((c - b, q) for q, (b, c) in self.per_query.items() if c < b)
+        return [(q, d) for d, q in losses[:limit]]
+
+
+@dataclass
+class QueryChange:
+    """How one shared query's ranking moved."""
+
+    notebook: str
+    qid: str
+    text: str
+    kind: str
+    rbo: float
+    jaccard: float
+    top1_changed: bool
+    top1_file_changed: bool
+    baseline_top1: float | None
+    candidate_top1: float | None
+
+
+@dataclass
+class GateChange:
+    notebook: str
+    gate: str
+    baseline: bool | None
+    candidate: bool | None
+
+
+@dataclass
+class Comparison:
+    """The whole comparison; :attr:`exit_code` is the verdict (see the module docstring)."""
+
+    baseline: RunInfo
+    candidate: RunInfo
+    alpha: float
+    min_effect: float
+    test: str
+    metrics: list[MetricDelta]
+    queries: list[QueryChange]
+    gates: list[GateChange]
+    shifts: list[st.KsShift]
+    settings_changes: dict[str, tuple[Any, Any]]
+    notes: list[str]
+
+    @property
+    def regressions(self) -> list[MetricDelta]:
+        return [m for m in self.metrics if m.regression]
+
+    @property
+    def exit_code(self) -> int:
+        return 1 if self.regressions else 0
+
+    def text(self, notebook: str, qid: str) -> str:
+        rf = self.candidate.runs.get(notebook) or self.baseline.runs[notebook]
+        return rf.text(qid) if qid in rf.queries else self.baseline.runs[notebook].text(qid)
+
+    def verdict(self) -> str:
+        """One sentence: what got worse (metric and worst queries), or that nothing did significantly."""
+        if not self.regressions:
+            changed = [m for m in self.metrics if m.delta != 0]
+            return (f"no significant regression (alpha {self.alpha:g}, min-effect {self.min_effect:g}); "
+                    f"{len(changed)} of {len(self.metrics)} metrics changed at all")
+        parts = []
+        for m in self.regressions:
+            worst = ", ".join(f"{self.text(m.notebook, q)!r} ({d:+.3f})" for q, d in m.worst())
+            parts.append(f"{m.notebook} {m.metric} {m.baseline:.3f} -> {m.candidate:.3f} ({m.delta:+.3f}, "
+                         f"p {m.p_value:.3g}); worst queries: {worst}")
+        return "REGRESSION: " + "; ".join(parts)
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "baseline": str(self.baseline.path), "candidate": str(self.candidate.path), "exit_code": self.exit_code,
+            "verdict": self.verdict(), "alpha": self.alpha, "min_effect": self.min_effect, "test": self.test,
+            "settings_changes": {k: list(v) for k, v in self.settings_changes.items()}, "notes": self.notes,
+            "metrics": [{**{k: getattr(m, k) for k in ("notebook", "metric", "n", "baseline", "candidate", "low",
+                                                       "high", "p_value", "regression", "detectable", "needed")},
+                         "delta": m.delta, "worst": [{"query": self.text(m.notebook, q), "delta": d}
+                                                     for q, d in m.worst()]} for m in self.metrics],
+            "queries": [vars(q) for q in self.queries],
+            "gates_changed": [vars(g) for g in self.gates],
+            "score_shift": [vars(s) for s in self.shifts],
+        }
+
+
+def _check_comparable(b: RunInfo, c: RunInfo) -> tuple[list[str], list[str]]:
+    common = sorted(set(b.runs) & set(c.runs))
+    if not common:
+        raise RunsNotComparableError(
+            f"no notebook wrote run files in both runs ({b.name}: {sorted(b.runs) or 'none'}; {c.name}: "
+            f"{sorted(c.runs) or 'none'}): run the notebooks that query (02, 03, 04, 05) in both")
+    only_b: list[str] = []
+    only_c: list[str] = []
+    notes = [f"{nb} only in {run.name}: not compared" for run, other in ((b, c), (c, b))
+             for nb in sorted(set(run.runs) - set(other.runs))]
+    for nb in common:
+        qb, qc = set(b.runs[nb].queries), set(c.runs[nb].queries)
+        if qb == qc:
+            continue
+        if "derived" in (b.runs[nb].query_set, c.runs[nb].query_set):
+            notes.append(f"{nb}: its queries are derived from the collection; compared on the {len(qb & qc)} both "
+                         f"asked ({len(qb - qc)} only in the baseline, {len(qc - qb)} only in the candidate)")
+            continue
+        only_b += [f"{nb}: {b.runs[nb].text(q)!r}" for q in sorted(qb - qc)]
+        only_c += [f"{nb}: {c.runs[nb].text(q)!r}" for q in sorted(qc - qb)]
+    if only_b or only_c:
+        raise RunsNotComparableError(
+            "the runs asked different queries, so their metrics cannot be paired: only in the baseline "
+            f"{only_b or 'none'}; only in the candidate {only_c or 'none'}. Compare runs made with the same golden "
+            "set and query sets, or make a new baseline", only_baseline=only_b, only_candidate=only_c)
+    return common, notes
+
+
+def _metric_deltas(nb: str, rb: RunFile, rc: RunFile, metrics: tuple[str, ...], *, alpha: float,
+                   min_effect: float, test: str) -> list[MetricDelta]:
+    shared = set(rb.queries) & set(rc.queries)
+    qrels = {q: d for q, d in rb.qrels.items() if q in shared}
+    if not qrels:
+        return []
+    run_b, run_c = st.page_run(rb.results, rb.qrels_level), st.page_run(rc.results, rb.qrels_level)
+    per_b, per_c = st.evaluate_per_query(qrels, run_b, metrics), st.evaluate_per_query(qrels, run_c, metrics)
+    p_values = st.paired_p_values(qrels, run_b, run_c, metrics, test=test)
+    kinds = "+".join(dict.fromkeys(rb.queries[q]["kind"] for q in qrels))
+    out = []
+    for m in metrics:
+        pairs = {q: (per_b[m][q], per_c[m][q]) for q in qrels}
+        deltas = [c - b for b, c in pairs.values()]
+        n = len(deltas)
+        mean_b, mean_c = sum(b for b, _ in pairs.values()) / n, sum(c for _, c in pairs.values()) / n
+        low, high = st.bootstrap_interval(deltas)
+        sd, basis = _spread(deltas, [b for b, _ in pairs.values()])
+        mde = st.detectable_effect(n, sd, alpha=alpha)
+        regression = p_values[m] < alpha and mean_c - mean_b <= -min_effect
+        out.append(MetricDelta(nb, m, n, mean_b, mean_c, low, high, p_values[m], regression, mde, basis,
+                               st.queries_needed(min_effect, sd, alpha=alpha), pairs, kinds))
+    return out
+
+
+def _sd(values: list[float]) -> float:
+    if len(values) < 2:
+        return 0.0
+    mean = sum(values) / len(values)
+    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
+
+
+def _spread(deltas: list[float], base: list[float]) -> tuple[float, str]:
+    """The per-query standard deviation a power calculation uses, and where it came from."""
+    if (sd := _sd(deltas)) > 0:
+        return sd, f"sd {sd:.3f} of the observed deltas"
+    if (sd := _sd(base)) > 0:  # nothing changed yet: a change as large as queries differ from each other
+        return sd, f"sd {sd:.3f}, taken from the baseline's per-query values"
+    return st.FALLBACK_SD, f"unknown (no query varies), taken as the largest possible, {st.FALLBACK_SD:g}"
+
+
+def _query_changes(nb: str, rb: RunFile, rc: RunFile) -> list[QueryChange]:
+    k = min(int(rb.settings.get("top_k") or 10**6), int(rc.settings.get("top_k") or 10**6))
+    out = []
+    for q in [q for q in rb.queries if q in rc.queries]:
+        a, b = rb.results.get(q, []), rc.results.get(q, [])
+        ids_a, ids_b = [r[0] for r in a], [r[0] for r in b]
+        out.append(QueryChange(
+            nb, q, rb.text(q), rb.queries[q].get("kind", ""), rbo(ids_a, ids_b), jaccard(ids_a[:k], ids_b[:k]),
+            top1_changed=ids_a[:1] != ids_b[:1], top1_file_changed=[r[2] for r in a[:1]] != [r[2] for r in b[:1]],
+            baseline_top1=rb.top1(q), candidate_top1=rc.top1(q)))
+    return out
+
+
+def compare_runs(baseline: str | os.PathLike[str] | RunInfo, candidate: str | os.PathLike[str] | RunInfo, *,
+                 metrics: tuple[str, ...] | list[str] = DEFAULT_METRICS, alpha: float = 0.05,
+                 min_effect: float = 0.02, test: str = "student") -> Comparison:
+    """Compare two runs (folders or :func:`load_run` results); see the module docstring.
+
+    Raises:
+        ValidationError: ``alpha`` outside (0, 1), ``min_effect`` negative, an unknown metric or test.
+        RunsNotComparableError: different fixed query sets, or no notebook with run files in both.
+        ConfigurationError: a run folder is missing or a run file unreadable.
+    """
+    if not 0 < alpha < 1:
+        raise ValidationError(f"alpha must be within (0, 1) (got {alpha})", field="alpha")
+    if min_effect < 0:
+        raise ValidationError(f"min_effect must be >= 0 (got {min_effect})", field="min_effect")
+    if test not in st.TESTS:
+        raise ValidationError(f"test must be one of {st.TESTS} (got {test!r})", field="test")
+    b = baseline if isinstance(baseline, RunInfo) else load_run(baseline)
+    c = candidate if isinstance(candidate, RunInfo) else load_run(candidate)
+    common, notes = _check_comparable(b, c)
+    settings: dict[str, tuple[Any, Any]] = {}
+    deltas: list[MetricDelta] = []
+    changes: list[QueryChange] = []
+    for nb in common:
+        rb, rc = b.runs[nb], c.runs[nb]
+        for key in sorted(set(rb.settings) | set(rc.settings)):
+            if rb.settings.get(key) != rc.settings.get(key):
+                settings[f"{nb} {key}" if key == "top_k" else key] = (rb.settings.get(key), rc.settings.get(key))
+        deltas += _metric_deltas(nb, rb, rc, tuple(metrics), alpha=alpha, min_effect=min_effect, test=test)
+        changes += _query_changes(nb, rb, rc)
+    gate_names = sorted(set(b.gates) | set(c.gates))
+    gates = [GateChange(nb, g, b.gates.get((nb, g)), c.gates.get((nb, g))) for nb, g in gate_names
+             if b.gates.get((nb, g)) != c.gates.get((nb, g))]
+    shifts = []
+    scores_nb = "02_score_distributions"
+    if scores_nb in common:
+        for kind in ("in_domain", "out_of_domain"):
+            top_b = [t for q in b.runs[scores_nb].of_kind(kind) if (t := b.runs[scores_nb].top1(q)) is not None]
+            top_c = [t for q in c.runs[scores_nb].of_kind(kind) if (t := c.runs[scores_nb].top1(q)) is not None]
+            shifts.append(st.ks_shift(kind, top_b, top_c))
+    else:
+        notes.append("no score-distribution run file (02) in both runs: no KS test of top-1 scores")
+    return Comparison(b, c, alpha, min_effect, test, deltas, changes, gates, shifts, settings, notes)
+
+
+def record(report: Any, comparison: Comparison) -> None:
+    """Record notebook 14's gate (no significant regression), findings and metrics."""
+    from .compare_views import record_findings
+
+    cmp = comparison
+    worst = [f"{cmp.text(m.notebook, q)!r}" for m in cmp.regressions for q, _ in m.worst()]
+    report.gate("no metric significantly worse than the baseline", not cmp.regressions,
+                value=len(cmp.regressions), threshold=0, rule="==", unit="metrics", parameter="min_effect",
+                hint=(f"retrieval got worse than {cmp.baseline.name} on {', '.join(dict.fromkeys(worst))}: read "
+                      "their rankings side by side in the changed-queries table; if the change is intended, make "
+                      "this run the new baseline"),
+                detail=cmp.verdict())
+    record_findings(report, cmp)
+
+
+def record_nothing(report: Any, reason: str) -> None:
+    """Record that there was nothing to compare with (not an error): one finding, no gate."""
+    report.finding(f"nothing to compare with: {reason}")
+    report.metric("baseline_run", None)
+
+
+def for_notebook(report: Any, baseline_run: str = "", candidate_run: str = "", *, alpha: float = 0.05,
+                 min_effect: float = 0.02) -> Comparison | None:
+    """Notebook 14's one call: resolve the runs, compare, record; None when there is nothing to compare with.
+
+    ``candidate_run`` empty means this run (``report.run_dir``); ``baseline_run`` empty means
+    :func:`find_baseline`. Runs that asked different query sets are recorded as a finding (not comparable),
+    not raised: a grown golden set must not fail the run.
+    """
+    candidate = candidate_run or str(report.run_dir)
+    baseline = baseline_run or find_baseline(candidate)
+    if baseline is None:
+        record_nothing(report, f"no complete earlier run with run files beside {Path(candidate).name}")
+        return None
+    try:
+        cmp = compare_runs(baseline, candidate, alpha=alpha, min_effect=min_effect)
+    except RunsNotComparableError as err:
+        record_nothing(report, f"{Path(baseline).name} is not comparable: {err.message}")
+        return None
+    record(report, cmp)
+    return cmp

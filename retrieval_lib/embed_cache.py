@@ -1,0 +1,202 @@
+"""A run's query embeddings, each embedded once, and a count of what was sent to the embedding service.
+
+Notebooks of one run execute in separate kernels, so the cache is a file in the run folder,
+``<run>/cache/query_embeddings.json``: ``{"format": 1, "entries": {key: vector}}``. A key is
+the SHA-256 of provider, model, input type and text, so a vector is reused only for the exact
+same request; the file holds hashes and vectors, never a text, a key or a setting. It is written
+atomically (a temporary file, then ``os.replace``), merged with what another writer saved first,
+and an unreadable file counts as empty (the queries are embedded again). Documents are never
+cached: ingest embeds each chunk once by construction.
+
+Checks that measure the embedding service itself must call it every time; they bypass the cache
+*by name* (:data:`SERVICE_MEASUREMENTS`), and the calls they make are declared (see the dry run).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+import os
+import threading
+from collections.abc import Iterable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+__all__ = ["SERVICE_MEASUREMENTS", "QueryCache", "CachedEmbedder", "EmbedUsage", "query_key", "cache_file",
+           "MAX_BATCH", "total_usage"]
+
+#: Texts per embed call: Cohere's limit, and the batch search and ingest use.
+MAX_BATCH = 96
+QUERY = "search_query"
+CACHE_FORMAT = 1
+
+#: Notebooks whose checks measure the embedding service itself, and why: they never read the cache.
+SERVICE_MEASUREMENTS: dict[str, str] = {
+    "04_consistency": "repeat-consistency: every repeat, the fresh client and the search_many pass must each "
+                      "embed the query again, or the check would compare a cached vector with itself",
+    "06_latency": "latency timings: every timed search, the warm-up and the concurrent run must call the embedding "
+                  "service, or the timings would measure a dictionary lookup",
+    "08_api": "the in-process reference timings of the API check measure the library's own search path",
+}
+
+
+def query_key(provider: str, model: str, input_type: str, text: str) -> str:
+    """The cache key of one embed request for one text."""
+    return hashlib.sha256("\x00".join((provider, model, input_type, text)).encode("utf-8")).hexdigest()
+
+
+def cache_file(run_dir: str | os.PathLike[str]) -> Path:
+    """Where a run keeps its query embeddings."""
+    return Path(run_dir) / "cache" / "query_embeddings.json"
+
+
+class QueryCache:
+    """Query vectors by :func:`query_key`, in memory and (given a ``path``) in a run's cache file."""
+
+    def __init__(self, path: str | os.PathLike[str] | None = None) -> None:
+        self.path = Path(path) if path else None
+        self._entries: dict[str, list[float]] = self._read() if self.path else {}
+        self._lock = threading.Lock()
+
+    def __len__(self) -> int:
+        return len(self._entries)
+
+    def _read(self) -> dict[str, list[float]]:
+        assert self.path is not None
+        try:
+            data = json.loads(self.path.read_text(encoding="utf-8"))
+        except (OSError, ValueError):
+            return {}
+        entries = data.get("entries") if isinstance(data, dict) and data.get("format") == CACHE_FORMAT else None
+        if not isinstance(entries, dict):
+            return {}
+        return {k: v for k, v in entries.items() if isinstance(v, list)}
+
+    def get(self, key: str) -> list[float] | None:
+        with self._lock:
+            return self._entries.get(key)
+
+    def put(self, items: dict[str, list[float]]) -> None:
+        """Add vectors and (with a file) save them, merged with what is already on disk."""
+        if not items:
+            return
+        with self._lock:
+            self._entries.update(items)
+            if self.path is None:
+                return
+            merged = {**self._read(), **self._entries}
+            self._entries = merged
+            self.path.parent.mkdir(parents=True, exist_ok=True)
+            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
+            tmp.write_text(json.dumps({"format": CACHE_FORMAT, "entries": merged}), encoding="utf-8")
+            tmp.replace(self.path)  # atomic: a reader sees the old file or the new one, never half of one
+
+
+@dataclass
+class EmbedUsage:
+    """What a notebook (or a run) asked of the embedding service.
+
+    ``calls``: requests made to the service (HTTP attempts for Cohere, retries included; model
+    invocations for a local model). ``texts``: texts those requests carried. ``cached``: query
+    texts answered from the run's cache instead. ``bypass``: why the cache was not used, if so.
+    """
+
+    calls: int = 0
+    texts: int = 0
+    cached: int = 0
+    bypass: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+class CachedEmbedder:
+    """An :class:`~retrieval_lib.embedders.Embedder` that embeds each distinct query once per cache.
+
+    Args:
+        inner: the real embedder.
+        cache: the run's :class:`QueryCache`; None embeds every query (nothing is remembered).
+        bypass: the reason this embedder must measure the service (see :data:`SERVICE_MEASUREMENTS`):
+            every query is then sent, and nothing is read from or written to the cache.
+    """
+
+    def __init__(self, inner: Any, cache: QueryCache | None = None, *, bypass: str | None = None) -> None:
+        self.inner = inner
+        self.cache = None if bypass else cache
+        self.bypass = bypass
+        self.provider = inner.provider
+        self.model = inner.model
+        self.dimension = inner.dimension
+        self.max_tokens = getattr(inner, "max_tokens", 512)
+        self._lock = threading.Lock()
+        self._asked = 0  # query texts asked for through the cache
+        self._sent_queries = 0  # of those, texts sent to the service
+        # an inner embedder that counts its own requests (ours do: HTTP attempts, retries included) is read;
+        # another one is counted here, one call per MAX_BATCH texts
+        self._inner_counts = all(isinstance(getattr(inner, n, None), int) for n in ("calls", "texts"))
+        self._own_calls = 0
+        self._own_texts = 0
+
+    def __repr__(self) -> str:
+        return repr(self.inner)
+
+    def _send(self, texts: list[str], documents: bool) -> list[list[float]]:
+        if not texts:
+            return []
+        vectors = self.inner.embed_documents(texts) if documents else self.inner.embed_queries(texts)
+        if not self._inner_counts:
+            with self._lock:
+                self._own_calls += math.ceil(len(texts) / MAX_BATCH)
+                self._own_texts += len(texts)
+        return vectors
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        texts = list(texts)
+        if self.cache is None:
+            return self._send(texts, documents=False)
+        with self._lock:
+            self._asked += len(texts)
+        self.prefetch(texts)
+        keys = [query_key(self.provider, self.model, QUERY, t) for t in texts]
+        found = [self.cache.get(k) for k in keys]
+        return [list(v) for v in found if v is not None]
+
+    def prefetch(self, texts: Iterable[str]) -> int:
+        """Embed every distinct query not yet cached, in as few calls as the service allows; returns how many."""
+        if self.cache is None:
+            return 0
+        keys = {t: query_key(self.provider, self.model, QUERY, t) for t in texts}
+        todo = [t for t, k in keys.items() if self.cache.get(k) is None]
+        if todo:
+            vectors = self._send(todo, documents=False)
+            self.cache.put({keys[t]: v for t, v in zip(todo, vectors)})
+            with self._lock:
+                self._sent_queries += len(todo)
+        return len(todo)
+
+    def embed_documents(self, texts: Sequence[str]) -> list[list[float]]:
+        return self._send(list(texts), documents=True)
+
+    def count_tokens(self, text: str) -> int:
+        return int(self.inner.count_tokens(text))
+
+    def usage(self) -> EmbedUsage:
+        """Calls and texts sent so far by this embedder, and texts answered from the cache."""
+        with self._lock:
+            calls, texts = ((self.inner.calls, self.inner.texts) if self._inner_counts
+                            else (self._own_calls, self._own_texts))
+            cached = max(0, self._asked - self._sent_queries)
+            return EmbedUsage(calls=calls, texts=texts, cached=cached, bypass=self.bypass)
+
+
+def total_usage(usages: Iterable[EmbedUsage]) -> EmbedUsage:
+    """The sum of several usages (a notebook that reopened its retriever, or a whole run)."""
+    out = EmbedUsage()
+    for u in usages:
+        out.calls += u.calls
+        out.texts += u.texts
+        out.cached += u.cached
+        out.bypass = out.bypass or u.bypass
+    return out

@@ -1,0 +1,209 @@
+"""The embedding contract probe fires on each broken case and stays quiet on the sound one.
+
+Broken cases: the sample book's MiniLM vectors under a fixed random rotation (dimension and model_version still
+match), documents stored with Cohere's ``search_query`` type (the loopback fake, opt-in input-type weight), payload
+text edited after ingest, and long chunks embedded from another cut of their text. The MiniLM cases sample 16
+points to stay bounded.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections import Counter
+
+import numpy as np
+import pytest
+from corpus import DOCS, SAMPLE_COLLECTION, make_payload
+from fakes.cohere_server import FakeCohere
+from fakes.embedders import FakeEmbedder, hashed_bag_of_words
+from qdrant_client import models
+
+from retrieval_lib import VectorStore
+from retrieval_lib.checks import contract, health
+from retrieval_lib.commands import gate_exit_code
+from retrieval_lib.embedders import CohereEmbedder
+from retrieval_lib.errors import ModelMismatchError, ValidationError
+from retrieval_lib.report import NotebookReport
+from retrieval_lib.search import ensure_compatible
+
+# the session fixture `book` ingests the sample book in the first test that asks (about 30 s on idle cores)
+pytestmark = pytest.mark.timeout(900)
+
+
+def fill(store: VectorStore, name: str, docs, embed, model: str, dimension: int) -> None:
+    """A collection of ``docs`` whose vectors are ``embed(texts)`` of the text ingest embeds."""
+    store.create_collection(name, dimension)
+    payloads = [make_payload(d, model) for d in docs]
+    vectors = embed([contract.document_text(p) for p in payloads])
+    store.upsert(name, [models.PointStruct(id=d["id"], vector=v, payload=p)
+                        for d, p, v in zip(docs, payloads, vectors)])
+
+
+def recorded(result: contract.ProbeResult) -> NotebookReport:
+    report = NotebookReport("09_embedding_contract", "t", run_dir=tempfile.mkdtemp())
+    contract.record(report, result, min_self_retrieval_file_share=contract.DEFAULT_MIN_FILE_SHARE)
+    return report
+
+
+LONG = " ".join(f"Sentence {i} describes joint {i} and its limit of {i} newton metres." for i in range(12))
+DOCS_WITH_LONG = list(DOCS) + [
+    dict(id=20 + i, source_file=f"module-05-long/{i:02d}-long.md", route=f"module-05-long/{i}", title=f"Long {i}",
+         section_title="Long", content=f"Part {i}. {LONG}") for i in range(3)]
+
+
+# --------------------------------------------------------------------------- no model needed
+
+def test_document_text_is_the_title_line_then_the_content():
+    assert contract.document_text({"title": "Gazebo Basics", "content": "Worlds."}) == "Gazebo Basics\nWorlds."
+    assert contract.document_text({"content": "Worlds."}) == "Worlds."
+
+
+def test_probe_query_takes_the_first_prose_sentence_not_headings_code_or_bold_lines():
+    content = "## Setup\n\n**Problem.**\n\n```bash\nls -la\n```\n- The **first** step [installs](x) ROS 2. Then more."
+    assert contract.probe_query({"content": content}) == "The first step installs ROS 2."
+    assert contract.probe_query({"content": "## Only a heading", "section_title": "Only"}) == "Only"
+
+
+def test_sampling_is_seeded_stratified_and_takes_everything_when_asked_for_more():
+    store, fake = VectorStore.in_memory(), FakeEmbedder.hashed()
+    fill(store, "c", DOCS_WITH_LONG, fake.embed_documents, fake.model, fake.dimension)
+    files = {d["source_file"] for d in DOCS_WITH_LONG}
+    first = [p.id for p in contract.sample_points(store, "c", sample=len(files), seed=3)]
+    assert first == [p.id for p in contract.sample_points(store, "c", sample=len(files), seed=3)]
+    picked = contract.sample_points(store, "c", sample=len(files), seed=3)
+    assert Counter(p.payload["source_file"] for p in picked) == Counter(dict.fromkeys(files, 1))
+    assert all(p.vector is not None for p in picked)
+    several = {tuple(p.id for p in contract.sample_points(store, "c", sample=5, seed=s)) for s in range(6)}
+    assert len(several) > 1, "the seed changes the sample"
+    assert len(contract.sample_points(store, "c", sample=1000)) == len(DOCS_WITH_LONG)
+
+
+def test_cost_is_stated_in_the_embedders_batches():
+    fake = FakeEmbedder.hashed()
+    cost = contract.plan_cost(fake, 130)
+    assert (cost.texts, cost.run_calls, cost.calls(cost.diagnosis_texts)) == (260, 6, 3)
+    assert "260 texts in 6 embed calls" in cost.line()
+
+
+@pytest.mark.parametrize("kwargs", [{"sample": 0}, {"top_k": 0}, {"min_cosine": 2.0}])
+def test_bad_arguments_are_refused_before_any_embedding(kwargs):
+    fake = FakeEmbedder.hashed()
+    with pytest.raises(ValidationError):
+        contract.probe(VectorStore.in_memory(), "c", fake, **kwargs)
+    assert fake.calls == 0
+
+
+def test_text_edited_after_ingest_is_diagnosed_as_changed_text():
+    store, fake = VectorStore.in_memory(), FakeEmbedder.hashed()
+    fill(store, "c", DOCS_WITH_LONG, fake.embed_documents, fake.model, fake.dimension)
+    store.client.set_payload("c", {"content": "Bananas are yellow fruit grown in warm countries."}, points=[5, 9])
+    result = contract.probe(store, "c", fake, sample=len(DOCS_WITH_LONG))
+    assert not result.passed and result.diagnosis is not None
+    assert result.diagnosis.cause == "text changed since ingest"
+    assert result.diagnosis.points == {"text changed since ingest": 2}
+
+
+def test_long_chunks_embedded_from_another_cut_are_diagnosed_as_truncation():
+    store, whole = VectorStore.in_memory(), hashed_bag_of_words(64)
+    fill(store, "c", DOCS_WITH_LONG, lambda texts: [whole(t) for t in texts], "hash-bow-v1", 64)
+    # this embedder reads 40 words; the stored vectors were made from whole texts
+    reader = FakeEmbedder(lambda t: whole(" ".join(t.split()[:40])), model="hash-bow-v1", dimension=64,
+                          max_tokens=40)
+    result = contract.probe(store, "c", reader, sample=len(DOCS_WITH_LONG))
+    assert result.diagnosis is not None and result.diagnosis.cause == "truncation past the token limit"
+    assert result.over_limit >= 4  # the URDF page and the three long pages
+
+
+def test_a_different_dimension_is_refused_before_sampling():
+    store, fake = VectorStore.in_memory(), FakeEmbedder.hashed()
+    fill(store, "c", DOCS, fake.embed_documents, fake.model, fake.dimension)
+    with pytest.raises(ModelMismatchError):
+        contract.probe(store, "c", FakeEmbedder.hashed(dimension=32))
+
+
+# --------------------------------------------------------------------------- Cohere: the input type
+
+@pytest.mark.usefixtures("no_proxies")
+@pytest.mark.parametrize("stored_as", ["search_query", "search_document"])
+def test_documents_stored_with_the_query_type_are_diagnosed_as_a_swapped_input_type(stored_as):
+    model = "embed-english-light-v3.0"  # 384 dimensions: small vectors, same code path
+    with FakeCohere(dim=384, input_type_weight=1.0) as fake:
+        cohere = CohereEmbedder("test-key", model, base_url=fake.url, max_retries=0)
+        store = VectorStore.in_memory()
+        embed = cohere.embed_queries if stored_as == "search_query" else cohere.embed_documents
+        fill(store, "c", DOCS, embed, model, cohere.dimension)
+        before = len(fake.embed_requests)
+        result = contract.probe(store, "c", cohere, sample=len(DOCS))
+        types = [r["json"]["input_type"] for r in fake.embed_requests[before:]]
+        cohere.close()
+    if stored_as == "search_document":
+        assert result.passed and result.diagnosis is None
+        assert types == ["search_document", "search_query"]
+        return
+    assert not result.passed and result.diagnosis is not None
+    assert result.diagnosis.cause == "swapped input type", result.diagnosis.evidence
+    assert "search_document" in result.diagnosis.hint
+    assert types == ["search_document", "search_query", "search_query"]  # one more call to diagnose
+    assert len(types) == result.cost.run_calls + result.cost.calls(result.cost.diagnosis_texts)
+
+
+# --------------------------------------------------------------------------- MiniLM on the sample book
+
+def test_the_sound_sample_book_passes(book, embedder):
+    result = contract.probe(book.store, SAMPLE_COLLECTION, embedder, sample=16, seed=1)
+    assert result.sample == 16 and result.files == 16
+    assert result.passed and result.diagnosis is None
+    assert result.lowest_cosine > 0.9999
+    assert result.file_share >= contract.DEFAULT_MIN_FILE_SHARE
+    report = recorded(result)
+    assert report.passed and gate_exit_code(report.gates) == 0
+
+
+def test_ingest_embeds_exactly_document_text(book, embedder):
+    from retrieval_lib.ingest.pipeline import SAMPLE_BOOK, prepare_documents
+
+    prepared, _, _ = prepare_documents(SAMPLE_BOOK, embedder)
+    chunks = [c for items in prepared.values() for c in items]
+    assert chunks and all(contract.document_text(c.payload) == c.embed_text for c in chunks)
+
+
+def test_rotated_vectors_pass_dimension_and_model_checks_but_fail_as_a_different_model(book, embedder):
+    rotation, _ = np.linalg.qr(np.random.default_rng(12).standard_normal((embedder.dimension,) * 2))
+    rotated = VectorStore.in_memory()
+    rotated.create_collection("rotated", embedder.dimension)
+    points = list(book.store.scroll(SAMPLE_COLLECTION, with_payload=True, with_vectors=True, batch_size=1000))
+    rotated.upsert("rotated", [models.PointStruct(id=p.id, vector=(rotation @ np.asarray(p.vector)).tolist(),
+                                                  payload=p.payload) for p in points])
+    # the checks the workbook had before: both hold
+    assert ensure_compatible(rotated, "rotated", embedder) == [embedder.model]
+    assert health.scan_payloads(rotated, "rotated", expected_model=embedder.model).foreign_model_points == 0
+
+    result = contract.probe(rotated, "rotated", embedder, sample=16, seed=1)
+    assert not result.passed and result.median_cosine < 0.3
+    assert result.diagnosis is not None and result.diagnosis.cause == "different model"
+    assert result.file_share < contract.DEFAULT_MIN_FILE_SHARE
+    report = recorded(result)
+    assert [g.passed for g in report.gates] == [False, False] and gate_exit_code(report.gates) == 1
+    assert "different model" in report.gates[0].detail and "EMBEDDING_MODEL" in (report.gates[0].hint or "")
+
+
+def test_the_probe_command_says_the_cost_first_and_exits_by_its_gates(book, embedder, tmp_path, monkeypatch, capsys):
+    import json
+    import shutil
+
+    from retrieval_lib.cli import main
+
+    assert main(["probe", "--sample", "0"]) == 2
+    assert "sample" in capsys.readouterr().err
+    folder = tmp_path / "store"
+    shutil.copytree(book.folder, folder, ignore=shutil.ignore_patterns(".lock"))
+    for name, value in {"QDRANT_PATH": str(folder), "QDRANT_URL": "", "QDRANT_COLLECTION_NAME": SAMPLE_COLLECTION,
+                        "EMBEDDING_PROVIDER": "local", "EMBEDDING_MODEL": "", "COHERE_API_KEY": ""}.items():
+        monkeypatch.setenv(name, value)
+    assert main(["probe", "--sample", "8", "--json"]) == 0
+    out = capsys.readouterr()
+    assert out.err.startswith("probe cost (at most): 16 texts in 2 embed calls")
+    data = json.loads(out.out)
+    assert data["passed"] and len(data["points"]) == 8 and data["diagnosis"] is None
+    assert main(["probe", "--sample", "8"]) == 0
+    assert capsys.readouterr().out.rstrip().endswith("ALL GATES PASSED")

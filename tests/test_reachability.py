@@ -1,0 +1,249 @@
+"""Notebook 10's detectors: anti-hubs, hubs, off-topic files and the sampled interval.
+
+Each detector is shown firing on a broken collection and staying quiet on the
+sound sample book: an off-topic page (a recipe, a site generator's template page,
+a changelog) added to a copy of the book is flagged; a planted generic chunk near
+everything is found as a hub and breaks the skewness gate; anti-hubs are counted
+exactly on a handmade collection whose neighbours are known; and a sampled pass
+states an interval that holds the full pass's value.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+
+import numpy as np
+import pytest
+from corpus import SAMPLE_COLLECTION
+from qdrant_client import models
+
+from retrieval_lib import VectorStore
+from retrieval_lib.checks import offtopic, reach_report, reachability
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.ingest import prepare_documents
+from retrieval_lib.report import NotebookReport
+
+pytestmark = pytest.mark.timeout(900)  # the session's sample book is built by the first test
+
+#: The demo profile's gate defaults (params/demo.yaml, "10 reachability").
+GATES = {"max_antihub_share": 0.02, "max_nk_skewness": 1.5, "max_offtopic_files": 0}
+
+OFF_TOPIC_PAGES = {
+    "cooking.md": """---
+title: Classic Margherita Pizza
+---
+# Classic Margherita Pizza
+
+## Dough
+Mix 500 g of flour, 325 ml of lukewarm water, 10 g of salt and 3 g of dry yeast. Knead for ten minutes until the
+dough is smooth and elastic, then let it rise covered for at least eight hours at room temperature.
+
+## Sauce
+Crush a can of San Marzano tomatoes by hand, season with salt, a splash of olive oil and a few basil leaves.
+
+## Baking
+Preheat the oven with a pizza stone for an hour. Stretch the dough, spread the sauce thinly, add torn mozzarella and
+bake for six to eight minutes until the crust is blistered. Finish with basil and a drizzle of olive oil.
+""",
+    "tutorial-intro.md": """---
+title: Tutorial Intro
+---
+# Tutorial Intro
+
+Let's discover **Docusaurus in less than 5 minutes**.
+
+## Getting Started
+Get started by **creating a new site**. You need Node.js version 18.0 or above.
+
+## Generate a new site
+Generate a new Docusaurus site using the **classic template**: run `npm init docusaurus@latest my-website classic`
+in any terminal. The command also installs all the dependencies you need to run Docusaurus.
+
+## Start your site
+Run `npm run start` in `my-website`: it builds your website locally and serves it at http://localhost:3000/.
+Open `docs/intro.md` (this page) and edit some lines: the site reloads automatically and displays your changes.
+""",
+    "changelog.md": """---
+title: Changelog
+---
+# Changelog
+
+## 2.4.1
+- Fixed a crash in the theme switcher when local storage is disabled.
+- Bumped the minimum Node.js version to 18.
+- Updated the footer copyright year.
+
+## 2.4.0
+- Added a dark mode toggle to the navbar.
+- Search plugin now indexes blog posts.
+- Deprecated the `legacyRouter` option; it will be removed in 3.0.
+
+## 2.3.2
+- Security: upgraded webpack-dev-server.
+- Fixed broken links in the sidebar of versioned docs.
+""",
+}
+
+
+def _point(pid, vector, source_file, section="s", content="text"):
+    return models.PointStruct(id=pid, vector=[float(x) for x in vector],
+                              payload={"source_file": source_file, "section_title": section, "title": source_file,
+                                       "content": content})
+
+
+@pytest.fixture(scope="module")
+def book_points(book):
+    """Every point of the session's sample book, with its vector."""
+    return list(book.store.scroll(SAMPLE_COLLECTION, with_payload=True, with_vectors=True, batch_size=1000))
+
+
+def _copy_of_book(points, extra=()):
+    store = VectorStore.in_memory()
+    store.create_collection(SAMPLE_COLLECTION, len(points[0].vector))
+    store.upsert(SAMPLE_COLLECTION, [models.PointStruct(id=p.id, vector=p.vector, payload=p.payload) for p in points]
+                 + list(extra))
+    return store
+
+
+def test_the_sound_sample_book_passes_every_gate(book):
+    study = reachability.measure(book.store, SAMPLE_COLLECTION)
+    off = offtopic.measure_offtopic(study.table.files, study.table.titles, study.table.vectors)
+    report = NotebookReport("10_reachability", "t", run_dir=None)
+    reach_report.record(report, study, off, **GATES)
+    assert [g.passed for g in report.gates] == [True, True, True], report.summary()
+    assert not study.sampled and study.antihub.exact
+    assert study.occurrence.sum() == study.points * study.top_k  # every query returned k others
+    assert off.judged and not off.candidates
+    assert len(study.hub_rows) < 0.05 * study.points
+
+
+@pytest.mark.parametrize("page", sorted(OFF_TOPIC_PAGES))
+def test_an_off_topic_page_added_to_the_book_is_flagged_with_its_nearest_file(book_points, embedder, tmp_path,
+                                                                              page):
+    (tmp_path / page).write_text(OFF_TOPIC_PAGES[page], encoding="utf-8")
+    prepared, _, _ = prepare_documents(tmp_path, embedder)
+    chunks = prepared[page]
+    vectors = embedder.embed_documents([c.embed_text for c in chunks])
+    store = _copy_of_book(book_points, [models.PointStruct(id=c.point_id, vector=list(v), payload=c.payload)
+                                        for c, v in zip(chunks, vectors)])
+    table = reachability.read_chunks(store, SAMPLE_COLLECTION)
+    off = offtopic.measure_offtopic(table.files, table.titles, table.vectors)
+    assert [f.path for f in off.candidates] == [page], offtopic.offtopic_frame(off).head(5).to_string()
+    flagged = off.candidates[0]
+    assert flagged.title == chunks[0].payload["title"] and flagged.nearest_file in {p.payload["source_file"]
+                                                                                   for p in book_points}
+    report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
+    reach_report.record(report, reachability.measure(store, SAMPLE_COLLECTION, table=table), off, **GATES)
+    gate = report.gates[2]
+    assert not gate.passed and page in gate.detail and gate.parameter == "max_offtopic_files"
+
+
+def test_a_planted_generic_chunk_near_everything_is_found_as_a_hub(book_points, tmp_path):
+    vectors = np.array([p.vector for p in book_points])
+    centre = vectors.mean(axis=0)
+    hub = _point("00000000-0000-0000-0000-00000000beef", centre / np.linalg.norm(centre), "appendices/index.md",
+                 "Index", "Index of every topic in the book")
+    store = _copy_of_book(book_points, [hub])
+    study = reachability.measure(store, SAMPLE_COLLECTION)
+    planted = study.table.ids.index(hub.id)
+    assert study.hub_rows[0] == planted, reach_report.hub_frame(study).to_string()
+    assert study.occurrence[planted] > 5 * study.top_k  # in five times as many top-10 lists as a chunk on average
+    report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
+    off = offtopic.measure_offtopic(study.table.files, study.table.titles, study.table.vectors)
+    reach_report.record(report, study, off, **GATES)
+    assert not report.gates[1].passed and report.gates[1].parameter == "max_nk_skewness", report.summary()
+    # a sample finds it too: its hits among the sampled queries are far beyond a chunk at the threshold
+    sampled = reachability.measure(store, SAMPLE_COLLECTION, max_full=100, sample_size=150, seed=3)
+    assert sampled.sampled and sampled.hub_rows[:1] == [planted]
+    assert sampled.skewness > GATES["max_nk_skewness"]
+
+
+def _angles_store(degrees):
+    store = VectorStore.in_memory()
+    store.create_collection("angles", 2)
+    store.upsert("angles", [_point(i + 1, (math.cos(math.radians(a)), math.sin(math.radians(a))), f"f{i}.md")
+                            for i, a in enumerate(degrees)])
+    return store
+
+
+@pytest.mark.parametrize(("k", "expected"), [(1, [1, 2, 1, 1, 0]), (2, [1, 3, 4, 2, 0])])
+def test_anti_hubs_are_counted_exactly_on_a_handmade_collection(k, expected):
+    # unit vectors at 0, 10, 25, 45 and 90 degrees: the nearest neighbours follow from the angles alone
+    # k=1: 0->10, 10->0, 25->10, 45->25, 90->45;  k=2: 0->{10,25}, 10->{0,25}, 25->{10,45}, 45->{25,10}, 90->{45,25}
+    store = _angles_store([0, 10, 25, 45, 90])
+    study = reachability.measure(store, "angles", top_k=k)
+    assert study.occurrence.tolist() == expected
+    assert study.antihub_rows == [4] and study.antihub.share == pytest.approx(0.2) and study.antihub.exact
+    frame = reach_report.antihub_frame(study)
+    assert frame["source_file"].tolist() == ["f4.md"]
+
+
+def _clustered_store(points=600, dim=64, clusters=20, seed=1):
+    rng = np.random.default_rng(seed)
+    centres = rng.normal(size=(clusters, dim))
+    vectors = centres[rng.integers(0, clusters, points)] + 1.2 * rng.normal(size=(points, dim))
+    store = VectorStore.in_memory()
+    store.create_collection("clustered", dim)
+    store.upsert("clustered", [_point(i + 1, v / np.linalg.norm(v), f"f{i % 30}.md") for i, v in enumerate(vectors)])
+    return store
+
+
+def test_a_sampled_pass_states_an_interval_that_holds_the_full_value():
+    store = _clustered_store()
+    full = reachability.measure(store, "clustered")
+    assert 0.005 < full.antihub.share < 0.2  # a collection with anti-hubs to estimate
+    for seed in (0, 1):
+        sampled = reachability.measure(store, "clustered", max_full=500, sample_size=300, seed=seed)
+        est = sampled.antihub
+        assert sampled.sampled and est.judged == 300 and not est.exact
+        assert est.low <= full.antihub.share <= est.high, (seed, est, full.antihub.share)
+        assert est.high - est.low < 0.12
+        assert set(sampled.antihub_rows) == set(full.antihub_rows) & set(int(r) for r in sampled.query_rows)
+        assert "95% interval" in est.text()
+    same = reachability.measure(store, "clustered", max_full=500, sample_size=300, seed=0)
+    assert same.query_rows.tolist() == reachability.measure(store, "clustered", max_full=500, sample_size=300,
+                                                             seed=0).query_rows.tolist()
+
+
+def test_bad_parameters_are_refused_with_the_field_named():
+    store = _angles_store([0, 10, 25])
+    with pytest.raises(ValidationError) as err:
+        reachability.measure(store, "angles", top_k=3)
+    assert err.value.field == "top_k"
+    with pytest.raises(ValidationError) as err:
+        reachability.measure(store, "angles", top_k=0)
+    assert err.value.field == "top_k"
+    with pytest.raises(ValidationError) as err:
+        offtopic.measure_offtopic(["a"], ["t"], np.ones((1, 2)), max_z=0)
+    assert err.value.field == "offtopic_max_z"
+
+
+def test_few_files_are_not_judged_off_topic():
+    off = offtopic.measure_offtopic(["a.md", "b.md"], ["A", "B"], np.array([[1.0, 0.0], [0.0, 1.0]]))
+    assert not off.judged and not off.candidates and "not judged" in off.rule
+
+
+def test_reach_command_prints_json_and_exits_1_on_a_failed_gate(tmp_path, monkeypatch, capsys):
+    from retrieval_lib.cli import main
+
+    folder = tmp_path / "store"
+    source = _clustered_store(points=300)
+    with VectorStore.at_path(folder) as store:
+        store.create_collection("clustered", 64)
+        store.upsert("clustered", [models.PointStruct(id=p.id, vector=p.vector, payload=p.payload)
+                                   for p in source.scroll("clustered", with_vectors=True, batch_size=1000)])
+    for name, value in {"QDRANT_PATH": str(folder), "QDRANT_COLLECTION_NAME": "clustered", "QDRANT_URL": "",
+                        "QDRANT_API_KEY": "", "QDRANT_ENGINE": ""}.items():
+        monkeypatch.setenv(name, value)
+    lenient, strict = tmp_path / "lenient.yaml", tmp_path / "strict.yaml"
+    lenient.write_text("max_antihub_share: 0.5\nmax_nk_skewness: 10.0\nmax_offtopic_files: 30\nofftopic_max_z: 3.5\n")
+    strict.write_text("max_antihub_share: 0.5\nmax_nk_skewness: 0.0\nmax_offtopic_files: 30\nofftopic_max_z: 3.5\n")
+    assert main(["reach", "--json", "--no-questions", "--quiet", "--params", str(lenient)]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["passed"] and out["metrics"]["chunks_as_queries"] == out["metrics"]["points"] == 300
+    assert [g["parameter"] for g in out["gates"]] == ["max_antihub_share", "max_nk_skewness", "max_offtopic_files"]
+    assert main(["reach", "--no-questions", "--quiet", "--params", str(strict), "--sample", "100"]) == 1
+    text = capsys.readouterr().out
+    assert "[FAIL] no hubs crowd the answers" in text and "95% interval" in text
+    assert main(["reach", "--no-questions", "--params", str(tmp_path / "missing.yaml")]) == 2
