@@ -1,7 +1,8 @@
 """Benchmark: `reach` (notebook 10's pass) and `probe` (notebook 09's) against the number of points.
 
 Builds seeded synthetic collections (``benchmarks/synthetic.py``: the real ingest payload schema,
-300 source files, clustered 384-dim vectors) in a temporary embedded store, then times:
+300 source files, clustered 384-dim vectors) in a temporary embedded store (``--engines``: qdrant-edge,
+the engine to choose for large local collections, and/or qdrant-client local mode), then times:
 
 - reach: reading every vector, the chunk-as-query pass (every chunk up to ``--max-full`` points,
   else a seeded sample of ``--sample`` with the anti-hub share's Wilson 95% interval) and the
@@ -11,8 +12,9 @@ Builds seeded synthetic collections (``benchmarks/synthetic.py``: the real inges
 
 The collection build is not timed. Growth is each time divided by the smallest size's time.
 
-    .venv/bin/python benchmarks/bench_checks_scale.py                    # 10k and 50k points
-    .venv/bin/python benchmarks/bench_checks_scale.py --points 100000    # once: about 3 GB of memory
+    .venv/bin/python benchmarks/bench_checks_scale.py                    # 10k and 50k points, edge
+    .venv/bin/python benchmarks/bench_checks_scale.py --points 100000    # 100k: reach samples
+    .venv/bin/python benchmarks/bench_checks_scale.py --engines local --points 10000   # local mode (slow)
 """
 
 from __future__ import annotations
@@ -50,11 +52,20 @@ def probe(store: VectorStore, embedder) -> float | None:
     return time.perf_counter() - t
 
 
+def _open(engine: str, folder: Path) -> VectorStore:
+    if engine == "edge":
+        from retrieval_lib.store_edge import EdgeStore
+
+        return EdgeStore.at_path(folder)
+    return VectorStore.at_path(folder)
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--points", type=int, nargs="+", default=[10_000, 50_000])
     parser.add_argument("--max-full", type=int, default=reachability.MAX_FULL)
     parser.add_argument("--sample", type=int, default=reachability.SAMPLE_SIZE)
+    parser.add_argument("--engines", nargs="+", default=["edge"], choices=["edge", "local"])
     parser.add_argument("--no-probe", action="store_true", help="time reach only (no model load)")
     args = parser.parse_args()
     embedder = None
@@ -63,10 +74,16 @@ def main() -> None:
 
         embedder = LocalEmbedder()
         embedder.embed_documents(["warm up"])
+    for engine in args.engines:
+        print(f"engine: {engine}", flush=True)
+        _series(engine, args, embedder)
+
+
+def _series(engine: str, args: argparse.Namespace, embedder) -> None:
     rows = []
     for n in args.points:
         with tempfile.TemporaryDirectory(prefix="bench-reach-") as tmp:
-            store = VectorStore.at_path(Path(tmp) / ".qdrant")
+            store = _open(engine, Path(tmp) / ".qdrant")
             t = time.perf_counter()
             build(store, COLLECTION, n)
             built = time.perf_counter() - t

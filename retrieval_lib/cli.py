@@ -137,11 +137,14 @@ def _cmd_ingest(args: argparse.Namespace) -> int:
 
 
 def _cmd_run(args: argparse.Namespace) -> int:
+    from .commands import plan
     from .runner import run_workbook
     from .summary import terminal_lines
 
+    if args.dry_run:
+        return plan.run(args)
     result = run_workbook(params_file=args.params, notebooks=args.notebooks, out_dir=args.out,
-                          progress=not (args.quiet or args.json))
+                          progress=not (args.quiet or args.json), prefetch=plan.prefetch_queries)
     summary = json.loads((result.run_dir / "summary.json").read_text(encoding="utf-8"))
     if args.json:
         _print_json({**summary, "exit_code": result.exit_code, "index_html": str(result.index_html)})
@@ -250,12 +253,15 @@ def build_parser() -> argparse.ArgumentParser:
              "with an index.html, and print the verdict, the failed gates and the report's path.",
              "  python -m retrieval_lib run\n"
              "  python -m retrieval_lib run --params params/cloud.yaml --notebooks 01,05\n"
-             "  python -m retrieval_lib run --quiet            # the verdict line only", common)
+             "  python -m retrieval_lib run --quiet            # the verdict line only\n"
+             "  python -m retrieval_lib run --dry-run          # the embed calls each notebook will make", common)
     p.add_argument("--params", type=Path, help="parameter file (default params/demo.yaml)")
     p.add_argument("--notebooks", help="comma-separated numbers or names, e.g. 01,03 (default all)")
     p.add_argument("--out", type=Path, help="parent folder of the run folder (default outputs/)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar; print the verdict line only")
-    p.add_argument("--json", action="store_true", help="print the run's summary as JSON")
+    p.add_argument("--json", action="store_true", help="print the run's summary as JSON (with --dry-run: the plan)")
+    p.add_argument("--dry-run", action="store_true",
+                   help="print the embed calls and texts each notebook will make, and run nothing")
     p.set_defaults(func=_cmd_run)
 
     p = _add(sub, "serve", "serve the seed-003 retrieval API (POST /search, GET /health)",

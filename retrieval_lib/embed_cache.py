@@ -19,13 +19,13 @@ import json
 import math
 import os
 import threading
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
 __all__ = ["SERVICE_MEASUREMENTS", "QueryCache", "CachedEmbedder", "EmbedUsage", "query_key", "cache_file",
-           "MAX_BATCH", "total_usage"]
+           "MAX_BATCH", "total_usage", "embedding_totals", "prefetch_run"]
 
 #: Texts per embed call: Cohere's limit, and the batch search and ingest use.
 MAX_BATCH = 96
@@ -199,4 +199,54 @@ def total_usage(usages: Iterable[EmbedUsage]) -> EmbedUsage:
         out.texts += u.texts
         out.cached += u.cached
         out.bypass = out.bypass or u.bypass
+    return out
+
+
+def embedding_totals(outcomes: Sequence[Any], prefetch: dict[str, Any] | None = None) -> dict[str, Any]:
+    """The embed calls and texts the run made: its prefetch and each notebook's ``embed_*`` metrics, and the sum."""
+    fields = {"calls": "embed_calls", "texts": "embed_texts", "cached": "embed_texts_cached"}
+    each = {o.notebook: {k: int(o.metrics.get(m) or 0) for k, m in fields.items()}
+            for o in outcomes if "embed_calls" in o.metrics}
+    total = {k: sum(n[k] for n in each.values()) for k in fields}
+    if prefetch:
+        total["calls"] += int(prefetch.get("calls") or 0)
+        total["texts"] += int(prefetch.get("texts") or 0)
+    return {**total, "prefetch": prefetch, "notebooks": each}
+
+
+def prefetch_run(hook: Callable[[dict[str, Any], list[Path], Any], Sequence[str]], params: dict[str, Any],
+              selected: list[Path], run_dir: Path, *, progress: bool = True) -> dict[str, Any]:
+    """Embed a run's planned queries into its cache before its notebooks run (the runner's prefetch step).
+
+    ``hook(params, notebooks, settings)`` names the queries (:func:`retrieval_lib.commands.plan.prefetch_queries`).
+    Returns ``{"queries", "calls", "texts", "seconds"}`` and, when it failed, ``"error"``: a failure is recorded,
+    not raised, and each notebook then embeds its own queries (and meets the same error where it belongs).
+    """
+    import sys
+    import time
+
+    from .config import load_settings
+    from .embedders import make_embedder
+    from .errors import RetrievalError
+
+    out: dict[str, Any] = {"queries": 0, "calls": 0, "texts": 0}
+    embedder = None
+    t0 = time.perf_counter()
+    try:
+        settings = load_settings()
+        texts = list(dict.fromkeys(hook(params, selected, settings)))
+        out["queries"] = len(texts)
+        if texts:
+            if progress:
+                print(f"prefetch: embedding the run's {len(texts)} distinct queries once", file=sys.stderr)
+            embedder = CachedEmbedder(make_embedder(settings), QueryCache(cache_file(run_dir)))
+            embedder.prefetch(texts)
+    except RetrievalError as err:  # the notebooks meet the same problem and report it where it belongs
+        out["error"] = f"{type(err).__name__}: {err}"
+        if progress:
+            print(f"prefetch failed ({out['error']}); each notebook embeds its own queries", file=sys.stderr)
+    if embedder is not None:
+        usage = embedder.usage()
+        out["calls"], out["texts"] = usage.calls, usage.texts
+    out["seconds"] = round(time.perf_counter() - t0, 1)
     return out

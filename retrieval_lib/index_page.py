@@ -13,7 +13,7 @@ from typing import Any
 
 from .glossary import definition_of, unit_of
 from .specs import explain
-from .summary import duration_text, format_value, gate_hint, rule_text, verdict
+from .summary import duration_text, embedding_text, format_value, gate_hint, rule_text, verdict
 
 __all__ = ["render_index"]
 
@@ -57,6 +57,7 @@ def _facts(summary: dict[str, Any]) -> str:
         ("Embedding model", _E(embedder)),
         ("Notebooks run", _E(f"{len(ran)} of {len(available)}: {numbers}")
          + (f" · <b>not run:</b> {_E(', '.join(not_run))}" if not_run else "")),
+        ("Embed calls", _E(embedding_text(summary.get("embedding")))),
         ("When", _E(f"started {summary.get('started')} · {duration_text(summary.get('duration_s'))}")),
         ("Workbook", _E(str(summary.get("version") or "unknown"))),
     ]

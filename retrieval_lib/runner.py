@@ -24,14 +24,14 @@ import os
 import re
 import signal
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
 from .config import PROJECT_ROOT
-from .embed_cache import cache_file
+from .embed_cache import cache_file, embedding_totals, prefetch_run
 from .errors import ConfigurationError, RetrievalError, ValidationError
 from .index_page import render_index
 from .params import RESERVED_KEYS, Profile
@@ -250,6 +250,7 @@ def run_workbook(
     progress: bool = True,
     timeout_per_cell: int = 900,
     notebook_dir: str | os.PathLike[str] | None = None,
+    prefetch: Callable[[dict[str, Any], list[Path], Any], Sequence[str]] | None = None,
 ) -> RunResult:
     """Execute the notebooks with papermill into a new run folder.
 
@@ -260,6 +261,10 @@ def run_workbook(
         progress: show a progress bar over notebooks.
         timeout_per_cell: seconds one cell may run before it is an error.
         notebook_dir: where the numbered notebooks are (default ``notebooks/``).
+        prefetch: ``(params, notebooks, settings) -> queries``: the distinct queries the notebooks will ask
+            (:func:`retrieval_lib.commands.plan.prefetch_queries`), embedded into the run's query cache
+            before the first notebook, in as few calls as the service allows. None: each notebook embeds
+            its own queries.
 
     Returns:
         RunResult with the run folder, its index.html and the exit code.
@@ -290,6 +295,9 @@ def run_workbook(
     summary["notebooks_not_run"] = [n for n in summary["notebooks_available"] if n not in summary["notebooks"]]
     _write_json(run_dir / "summary.json", summary)
 
+    if prefetch is not None:
+        summary["embedding_prefetch"] = prefetch_run(prefetch, params, selected, run_dir, progress=progress)
+        _write_json(run_dir / "summary.json", summary)
     kernel = _kernel_name()
     outcomes: list[NotebookOutcome] = []
     previous = signal.getsignal(signal.SIGTERM)
@@ -322,7 +330,7 @@ def run_workbook(
         summary["validated"] = _validated(outcomes)
         summary["outcomes"] = [asdict(o) for o in outcomes]
         summary["gates"] = [{"notebook": o.notebook, **g} for o in outcomes for g in o.gates]
-        summary["embedding"] = embedding_totals(outcomes)
+        summary["embedding"] = embedding_totals(outcomes, summary.get("embedding_prefetch"))
         cache_file(run_dir).unlink(missing_ok=True)  # the run's query cache lives as long as the run
         if cache_file(run_dir).parent.is_dir() and not any(cache_file(run_dir).parent.iterdir()):
             cache_file(run_dir).parent.rmdir()
@@ -333,15 +341,6 @@ def run_workbook(
         (run_dir / "index.html").write_text(render_index(summary), encoding="utf-8")
     exit_code = 2 if (errored or summary["status"] != "complete") else 1 if failed else 0
     return RunResult(run_dir=run_dir, index_html=run_dir / "index.html", exit_code=exit_code, outcomes=outcomes)
-
-
-def embedding_totals(outcomes: Sequence[NotebookOutcome]) -> dict[str, Any]:
-    """The embed calls and texts the run's notebooks made (their ``embed_*`` metrics), in total and each."""
-    fields = {"calls": "embed_calls", "texts": "embed_texts", "cached": "embed_texts_cached"}
-    each = {o.notebook: {k: int(o.metrics.get(m) or 0) for k, m in fields.items()}
-            for o in outcomes if "embed_calls" in o.metrics}
-    total = {k: sum(n[k] for n in each.values()) for k in fields}
-    return {**total, "notebooks": each}
 
 
 def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, timeout: int) -> NotebookOutcome:

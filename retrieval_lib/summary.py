@@ -10,8 +10,8 @@ from __future__ import annotations
 import math
 from typing import Any
 
-__all__ = ["Verdict", "verdict", "format_value", "rule_text", "gate_hint", "terminal_lines", "duration_text",
-           "validated_text"]
+__all__ = ["Verdict", "verdict", "format_value", "rule_text", "gate_hint", "terminal_lines", "embedding_text",
+           "duration_text", "validated_text"]
 
 _AT_LEAST = {">=": "at least", ">": "more than"}
 _AT_MOST = {"<=": "at most", "<": "less than"}
@@ -131,6 +131,21 @@ def validated_text(summary: dict[str, Any]) -> str:
     return f"collection {v['collection']} @ {v.get('location', '?')} ({v.get('model', '?')})"
 
 
+def embedding_text(embedding: dict[str, Any] | None) -> str:
+    """The embed calls a run actually made: in total, the prefetch, and each notebook that sent any."""
+    if not embedding:
+        return "not recorded"
+    pre = embedding.get("prefetch") or {}
+    parts = [f"{embedding.get('calls', 0)} calls for {embedding.get('texts', 0)} texts"]
+    if pre:
+        parts.append(f"prefetch {pre.get('calls', 0)} for the run's {pre.get('queries', 0)} distinct queries"
+                     + (f" (failed: {pre['error']})" if pre.get("error") else ""))
+    sent = [f"{name[:2]} {n['calls']}" for name, n in (embedding.get("notebooks") or {}).items() if n.get("calls")]
+    parts.append("notebooks: " + (", ".join(sent) if sent else "none sent any"))
+    cached = embedding.get("cached") or 0
+    return " · ".join(parts) + (f" · {cached} queries answered from the run's cache" if cached else "")
+
+
 def terminal_lines(summary: dict[str, Any], *, quiet: bool = False) -> list[str]:
     """The end-of-run summary for a terminal or a CI log; the first line is the verdict.
 
@@ -157,4 +172,6 @@ def terminal_lines(summary: dict[str, Any], *, quiet: bool = False) -> list[str]
     skipped = summary.get("notebooks_not_run") or []
     if skipped:
         lines.append(f"  not run: {', '.join(skipped)}")
+    if summary.get("embedding"):
+        lines.append(f"  embed calls: {embedding_text(summary['embedding'])}")
     return lines

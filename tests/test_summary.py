@@ -7,7 +7,7 @@ import math
 import pytest
 
 from retrieval_lib.index_page import render_index
-from retrieval_lib.summary import format_value, gate_hint, rule_text, terminal_lines, verdict
+from retrieval_lib.summary import embedding_text, format_value, gate_hint, rule_text, terminal_lines, verdict
 
 
 def gate(name, passed, value=None, threshold=None, *, notebook="02_score_distributions", **extra):
@@ -57,6 +57,21 @@ def test_the_verdict_line_counts_failed_gates_and_says_what_was_validated():
     assert "  05 at least 4 golden queries pass: 0 < 4" in lines
     assert lines[-1] == "  not run: 01_query"
     assert terminal_lines(summary(FAILING), quiet=True) == lines[:1]
+
+
+def test_the_run_says_which_embed_calls_it_made():
+    run = summary(FAILING)
+    run["embedding"] = {"calls": 54, "texts": 400, "cached": 250,
+                        "prefetch": {"queries": 281, "calls": 3, "texts": 281},
+                        "notebooks": {"01_query": {"calls": 0, "texts": 0, "cached": 4},
+                                      "04_consistency": {"calls": 50, "texts": 86, "cached": 0},
+                                      "09_embedding_contract": {"calls": 1, "texts": 64, "cached": 64}}}
+    assert terminal_lines(run)[-1] == ("  embed calls: 54 calls for 400 texts · prefetch 3 for the run's 281 distinct "
+                                       "queries · notebooks: 04 50, 09 1 · 250 queries answered from the run's cache")
+    run["embedding"]["prefetch"] = {"queries": 281, "calls": 1, "texts": 0, "error": "EmbeddingServiceError: down"}
+    assert "prefetch 1 for the run's 281 distinct queries (failed: EmbeddingServiceError: down)" in \
+        terminal_lines(run)[-1]
+    assert embedding_text(None) == "not recorded"
 
 
 def test_passing_errored_and_interrupted_runs_have_their_own_verdict():

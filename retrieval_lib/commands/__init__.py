@@ -25,7 +25,7 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-__all__ = ["command_modules", "print_json", "gate_exit_code"]
+__all__ = ["command_modules", "print_json", "gate_exit_code", "profile_keys"]
 
 
 def command_modules() -> list[ModuleType]:
@@ -50,3 +50,24 @@ def gate_exit_code(gates: Iterable[Any]) -> int:
         return bool(g.get("passed") if isinstance(g, dict) else g.passed)
 
     return 0 if all(passed(g) for g in gates) else 1
+
+
+def profile_keys(path: str, keys: Iterable[str], section: str) -> dict[str, Any]:
+    """The values of ``keys`` in the parameter profile at ``path``, so a command runs with a notebook's figures.
+
+    Args:
+        section: the notebook's section of params/demo.yaml, named in the error (e.g. ``"10 reachability"``).
+
+    Raises:
+        ParamsError: the file is missing or invalid, or lacks one of ``keys``.
+    """
+    from ..errors import ParamsError
+    from ..params import read_yaml
+
+    keys = tuple(keys)
+    values, resolved = read_yaml(path)
+    missing = [k for k in keys if k not in values]
+    if missing:
+        raise ParamsError(f"{resolved.name} lacks {', '.join(missing)}: add them (see params/demo.yaml, section "
+                          f"'{section}')", path=str(resolved), key=missing[0])
+    return {k: values[k] for k in keys}

@@ -12,7 +12,7 @@ import argparse
 import tempfile
 from typing import Any
 
-from ..errors import ParamsError
+from . import profile_keys
 
 __all__ = ["register", "run"]
 
@@ -40,17 +40,6 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-def _params(path: str) -> dict[str, Any]:
-    from ..params import read_yaml
-
-    values, resolved = read_yaml(path)
-    missing = [k for k in _KEYS if k not in values]
-    if missing:
-        raise ParamsError(f"{resolved.name} lacks {', '.join(missing)}: add them (see params/demo.yaml, section "
-                          "'11 ann recall')", path=str(resolved), key=missing[0])
-    return {k: values[k] for k in _KEYS}
-
-
 def run(args: argparse.Namespace) -> int:
     from ..checks import ann
     from ..config import load_settings
@@ -58,7 +47,7 @@ def run(args: argparse.Namespace) -> int:
     from ..store import VectorStore
     from . import gate_exit_code, print_json
 
-    params = _params(args.params)
+    params = profile_keys(args.params, _KEYS, "11 ann recall")
 
     def pick(option: Any, key: str) -> Any:
         return option if option is not None else params[key]

@@ -12,7 +12,7 @@ import argparse
 import tempfile
 from typing import Any
 
-from ..errors import ParamsError
+from . import profile_keys
 
 __all__ = ["register", "run"]
 
@@ -31,24 +31,13 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-def _params(path: str) -> dict[str, Any]:
-    from ..params import read_yaml
-
-    values, resolved = read_yaml(path)
-    missing = [k for k in _KEYS if k not in values]
-    if missing:
-        raise ParamsError(f"{resolved.name} lacks {', '.join(missing)}: add them (see params/demo.yaml, section "
-                          "'12 chunk quality')", path=str(resolved), key=missing[0])
-    return {k: values[k] for k in _KEYS}
-
-
 def run(args: argparse.Namespace) -> int:
     from ..checks import chunks
     from ..report import NotebookReport
     from ..search import Retriever
     from . import gate_exit_code, print_json
 
-    params = _params(args.params)
+    params = profile_keys(args.params, _KEYS, "12 chunk quality")
     with Retriever.from_settings() as retriever, tempfile.TemporaryDirectory(prefix="chunks-") as tmp:
         embedder = retriever.embedder
         window = int(getattr(embedder, "max_tokens", 512))

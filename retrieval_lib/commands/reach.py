@@ -13,7 +13,7 @@ import sys
 import tempfile
 from typing import Any
 
-from ..errors import ParamsError
+from . import profile_keys
 
 __all__ = ["register", "run"]
 
@@ -49,17 +49,6 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-def _params(path: str, keys: tuple[str, ...]) -> dict[str, Any]:
-    from ..params import read_yaml
-
-    values, resolved = read_yaml(path)
-    missing = [k for k in keys if k not in values]
-    if missing:
-        raise ParamsError(f"{resolved.name} lacks {', '.join(missing)}: add them (see params/demo.yaml, section "
-                          "'10 reachability')", path=str(resolved), key=missing[0])
-    return {k: values[k] for k in keys}
-
-
 def run(args: argparse.Namespace) -> int:
     from ..checks import coverage, offtopic, reach_report
     from ..config import load_settings
@@ -69,7 +58,7 @@ def run(args: argparse.Namespace) -> int:
     from ..store import VectorStore
     from . import gate_exit_code, print_json
 
-    params = _params(args.params, _GATE_KEYS + (() if args.no_questions else _QUESTION_KEYS))
+    params = profile_keys(args.params, _GATE_KEYS + (() if args.no_questions else _QUESTION_KEYS), "10 reachability")
     settings = load_settings()
     progress = not (args.quiet or args.json) and sys.stderr.isatty()
     with tempfile.TemporaryDirectory(prefix="reach-") as tmp:
