@@ -22,6 +22,7 @@ What differs from local mode, and how it is bridged here:
 from __future__ import annotations
 
 import contextlib
+import ctypes
 import json
 import shutil
 import threading
@@ -67,6 +68,30 @@ def _record(point: Any) -> Any:
 
     return models.Record.model_construct(id=_point_id(point.id), payload=point.payload, vector=point.vector,
                                          shard_key=None, order_value=None)
+
+
+def _keyword_index(field: str) -> Any:
+    """The operation creating a keyword index on ``field``, kept on disk (memory-mapped) rather than in RAM.
+
+    Measured at 100k points (``benchmarks/bench_scale.py``): in-RAM keyword indexes on the five filtered fields,
+    ``content_hash`` above all (one distinct value per chunk), put about 60 MB on the heap of every process that
+    opens the store; on disk they cost nothing until a filter or facet reads them.
+    """
+    import qdrant_edge as qe
+
+    return qe.UpdateOperation.create_field_index(field, qe.KeywordIndexParams(memory=qe.Memory.Cold))
+
+
+def _release_freed_heap() -> None:
+    """Hand the heap freed after loading shards back to the OS (glibc's ``malloc_trim``; elsewhere a no-op).
+
+    Loading a shard replays its write-ahead log, whose decoded records are freed but stay in the process's heap:
+    about 60 MB at 100k points (``benchmarks/bench_scale.py``), in every notebook kernel that opens the store.
+    """
+    try:
+        ctypes.CDLL("libc.so.6").malloc_trim(0)
+    except (OSError, AttributeError):
+        pass
 
 
 class EdgeStore(VectorStore):
@@ -115,6 +140,7 @@ class EdgeStore(VectorStore):
         except BaseException:
             store.close()
             raise
+        _release_freed_heap()
         return store
 
     @property
@@ -234,14 +260,12 @@ class EdgeStore(VectorStore):
 
     def ensure_payload_indexes(self, collection: str) -> list[str]:
         """Keyword indexes on the filtered fields (facets need them on this engine)."""
-        import qdrant_edge as qe
-
         with self._translated(collection):
             shard = self._shard(collection)
             existing = set(shard.info().payload_schema)
             for field in INDEXED_FIELDS:
                 if field not in existing:
-                    shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
+                    shard.update(_keyword_index(field))
             return sorted(existing | set(INDEXED_FIELDS))
 
     # ------------------------------------------------------------------ reading
@@ -317,7 +341,7 @@ class EdgeStore(VectorStore):
         with self._translated(collection):
             shard = self._shard(collection)
             if key not in shard.info().payload_schema:
-                shard.update(qe.UpdateOperation.create_field_index(key, qe.PayloadSchemaType.Keyword))
+                shard.update(_keyword_index(key))
             hits = shard.facet(qe.FacetRequest(key=key, limit=limit, exact=True)).hits
         return {str(h.value): int(h.count) for h in hits}
 
