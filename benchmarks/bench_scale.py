@@ -79,7 +79,7 @@ def measure(engine: str, n: int, folder: Path) -> dict:
     row["open_s"], store = _timed(lambda: _open(engine, folder))
     row["rss_open_mb"] = _status_mb("VmRSS")
     with store:
-        store.query("bench", queries[0], limit=10)  # the first search reads payload storage: "ready to serve"
+        store.query("bench", queries[0], limit=10)  # the first search with payloads (edge maps payload storage)
         row["rss_ready_mb"] = _status_mb("VmRSS")
         row["stats_s"], _ = _timed(lambda: store.stats("bench"))
         fields = ["source_file", "chunk_sequence", "section_title", "title"]
@@ -173,7 +173,7 @@ def _print(row: dict) -> None:
           f"{r['rss_before_open_mb']:.0f} MB before; data {data:.0f} MB = {r['data_mb']:.0f} MB of vectors + "
           f"{r['payload_mb']:.0f} MB of payload JSON, x{held / data:.2f})")
     ready = r["rss_ready_mb"] - r["rss_before_open_mb"]
-    print(f"  ... ready to serve   {ready:8.0f} MB  (after the first search, which reads payload storage: "
+    print(f"  ... ready to serve   {ready:8.0f} MB  (after the first search with payloads: "
           f"x{ready / data:.2f})")
     scans = r["rss_scans_mb"] - r["rss_before_open_mb"]
     print(f"  peak RSS             {r['peak_rss_mb']:8.0f} MB  ({grown:.0f} MB above, after every scan and search "
