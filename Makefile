@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 KERNEL := retrieval-lib
 
-.PHONY: setup demo test test-sdk lint nbval nbval-portable lab sample bench bench-scale refresh clean
+.PHONY: setup demo test test-sdk lint docs nbval nbval-portable lab sample bench bench-scale refresh clean
 
 setup: $(STAMP)
 
@@ -22,8 +22,9 @@ sample: setup
 demo: sample
 	$(PY) -m retrieval_lib run --params params/demo.yaml
 
+# Every core: pytest-xdist runs the suite in parallel (-n auto), then nbval compares the stored notebook outputs.
 test: sample
-	$(PY) -m pytest tests
+	$(PY) -m pytest tests -n auto
 	$(MAKE) --no-print-directory nbval
 
 # Characterisation tests that wait on the SDKs' own default timeouts and backoff (seconds each);
@@ -44,6 +45,10 @@ nbval-portable: sample
 lint: setup
 	$(VENV)/bin/ruff check retrieval_lib tests benchmarks
 	$(VENV)/bin/mypy retrieval_lib
+
+# The documentation site (docs/, mkdocs.yml) into site/; warnings (a broken link or anchor) are errors.
+docs: setup
+	$(VENV)/bin/mkdocs build --strict --site-dir site
 
 # JupyterLab with the project kernel, on this machine only (127.0.0.1), rooted at the project so params/ and
 # outputs/ are one click away; it opens on notebooks/. Only the project's kernel is offered. Jupyter refuses to

@@ -19,10 +19,9 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from retrieval_lib import Retriever, load_settings
-from retrieval_lib.checks.latency import percentile
+from retrieval_lib.checks.api import ApiClient, own_service
 from retrieval_lib.params import load_query_sets
-from retrieval_lib.service.client import ApiClient
-from retrieval_lib.service.server import own_service
+from retrieval_lib.percentile import percentile
 
 
 def timed(call: Callable[[str], object], queries: list[str], n: int, concurrency: int) -> tuple[list[float], float]:

@@ -54,7 +54,7 @@ def probe(store: VectorStore, embedder) -> float | None:
 
 def _open(engine: str, folder: Path) -> VectorStore:
     if engine == "edge":
-        from retrieval_lib.store_edge import EdgeStore
+        from retrieval_lib.stores import EdgeStore
 
         return EdgeStore.at_path(folder)
     return VectorStore.at_path(folder)
@@ -70,7 +70,7 @@ def main() -> None:
     args = parser.parse_args()
     embedder = None
     if not args.no_probe:
-        from retrieval_lib import LocalEmbedder
+        from retrieval_lib.embedding import LocalEmbedder
 
         embedder = LocalEmbedder()
         embedder.embed_documents(["warm up"])

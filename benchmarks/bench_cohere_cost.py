@@ -44,12 +44,12 @@ def bill() -> None:
 def _bill() -> None:
     from fakes.cohere_server import FakeCohere
 
-    from retrieval_lib.commands.plan import plan_run, prefetch_queries
+    from retrieval_lib.cli import plan_run, prefetch_queries
     from retrieval_lib.config import PROJECT_ROOT, load_settings
-    from retrieval_lib.embed_cache import MAX_BATCH
-    from retrieval_lib.ingest.pipeline import ingest_from_settings
-    from retrieval_lib.runner import list_notebooks, load_profile, run_workbook
-    from retrieval_lib.service.metadata import sync_from_settings
+    from retrieval_lib.embedding import MAX_BATCH
+    from retrieval_lib.ingest import ingest_from_settings
+    from retrieval_lib.stores import sync_from_settings
+    from retrieval_lib.workbook import list_notebooks, load_profile, run_workbook
 
     params = PROJECT_ROOT / "params" / "demo.yaml"
     with tempfile.TemporaryDirectory() as tmp, FakeCohere(dim=384) as fake:
@@ -90,7 +90,7 @@ def _bill() -> None:
 def phase() -> None:
     import nbformat
 
-    from retrieval_lib.runner import run_workbook
+    from retrieval_lib.workbook import run_workbook
 
     with tempfile.TemporaryDirectory() as tmp:
         folder = Path(tmp) / "nb"
@@ -100,8 +100,8 @@ def phase() -> None:
         nb.cells = [nbformat.v4.new_code_cell('run_dir = ""', metadata={"tags": ["parameters"]}),
                     nbformat.v4.new_code_cell(
                         "from retrieval_lib.checks import consistency, coverage, golden, health, latency, scores\n"
-                        "from retrieval_lib.report import open_run\n"
-                        "run = open_run('01_floor', 'floor', run_dir)\n"
+                        "from retrieval_lib.workbook import open_run\n"
+                        "run = open_run('01_floor', run_dir, title='floor')\n"
                         "run.retriever.embedder.embed_queries(['What is ROS2?'])\n"
                         "print(run.finish())")]
         nbformat.write(nb, folder / "01_floor.ipynb")
@@ -112,7 +112,7 @@ def phase() -> None:
             trivial = run_workbook(params, out_dir=Path(tmp) / "out", progress=False, notebook_dir=folder)
             floors.append(trivial.outcomes[0].seconds)
         t0 = time.perf_counter()
-        from retrieval_lib.commands.plan import prefetch_queries
+        from retrieval_lib.cli import prefetch_queries
 
         result = run_workbook(None, out_dir=Path(tmp) / "out", progress=False, prefetch=prefetch_queries)
         wall = time.perf_counter() - t0

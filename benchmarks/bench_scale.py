@@ -36,8 +36,7 @@ LOCAL_ALL_SAMPLE = 500
 
 
 def _open(engine: str, folder: Path):
-    from retrieval_lib.store import VectorStore
-    from retrieval_lib.store_edge import EdgeStore
+    from retrieval_lib.stores import EdgeStore, VectorStore
 
     return EdgeStore.at_path(folder) if engine == "edge" else VectorStore.at_path(folder)
 
@@ -81,7 +80,9 @@ def measure(engine: str, n: int, folder: Path) -> dict:
     with store:
         store.query("bench", queries[0], limit=10)  # the first search with payloads (edge maps payload storage)
         row["rss_ready_mb"] = _status_mb("VmRSS")
-        row["stats_s"], _ = _timed(lambda: store.stats("bench"))
+        from retrieval_lib.stores import collection_stats
+
+        row["stats_s"], _ = _timed(lambda: collection_stats(store, "bench"))
         fields = ["source_file", "chunk_sequence", "section_title", "title"]
 
         def floor() -> int:

@@ -45,8 +45,7 @@ if str(ROOT) not in sys.path:  # run as a script from anywhere
 from retrieval_lib.checks import coverage, health  # noqa: E402
 from retrieval_lib.ingest import pipeline  # noqa: E402
 from retrieval_lib.models import PAYLOAD_FIELDS  # noqa: E402
-from retrieval_lib.scan import Columns, page_size  # noqa: E402
-from retrieval_lib.store import VectorStore  # noqa: E402
+from retrieval_lib.stores import Columns, VectorStore, page_size  # noqa: E402
 
 COLLECTION = "synthetic"
 FILES = 300

@@ -1,13 +1,18 @@
-"""retrieval_lib: prove that Qdrant + embedding retrieval works before an LLM goes on top.
+"""retrieval_lib: prove that Qdrant retrieval works before an LLM goes on top.
 
-The public API, assembled here. The families live in sub-packages:
+The few names a script needs, assembled here; each family's own face has the rest:
 
-- the core (this folder, flat): settings, errors, result models, embedders, the vector
-  store, search, parameter files, notebook reports, the batch runner and the CLI;
-- :mod:`retrieval_lib.ingest`: markdown/MDX book in, chunks embedded into a collection;
-- :mod:`retrieval_lib.checks`: one module per question a notebook asks (public, with its own ``__all__``).
+- foundation, flat: :mod:`~retrieval_lib.config` (settings, read from the environment in one place),
+  :mod:`~retrieval_lib.errors` (the exception tree), :mod:`~retrieval_lib.models` (results),
+  :mod:`~retrieval_lib.validation`, :mod:`~retrieval_lib.params` (parameter files),
+  :mod:`~retrieval_lib.percentile`; then :mod:`~retrieval_lib.search`, the retriever over an embedder and a store;
+- :mod:`retrieval_lib.embedding`, :mod:`retrieval_lib.stores`: the embedders and the stores;
+- :mod:`retrieval_lib.workbook`, :mod:`retrieval_lib.judging`, :mod:`retrieval_lib.ingest`: the notebooks' runs
+  and reports, human judgments, our own demo ingest;
+- :mod:`retrieval_lib.checks`: one module per question a notebook asks;
+- :mod:`retrieval_lib.service`, :mod:`retrieval_lib.cli`: the seed-003 HTTP service and the command line.
 
-See :mod:`retrieval_lib.errors` for the exception tree.
+Imports point one way, down this list (``tests/test_layout.py`` enforces it).
 """
 
 import sys as _sys
@@ -24,44 +29,14 @@ except ModuleNotFoundError as _missing:  # pragma: no cover - exercised by a sub
         raise SystemExit(2) from None
     raise
 
-from .config import PROJECT_ROOT, Secret, Settings, load_settings
-from .embedders import CohereEmbedder, Embedder, LocalEmbedder, make_embedder
-from .errors import (
-    AuthenticationError,
-    BadEmbeddingResponseError,
-    CollectionNotFoundError,
-    ConfigurationError,
-    DocumentError,
-    EmbeddingError,
-    EmbeddingUnavailableError,
-    ModelMismatchError,
-    ParamsError,
-    RateLimitedError,
-    RetrievalError,
-    RunsNotComparableError,
-    StoreLockedError,
-    StoreUnavailableError,
-    ValidationError,
-    VectorStoreError,
-)
-from .frames import results_frame
-from .models import PAYLOAD_FIELDS, CollectionStats, SearchResponse, SearchResult
-from .report import NotebookReport, NotebookRun, open_run
-from .search import SCORE_TOLERANCE, Retriever, same_ranking
-from .store import VectorStore
-from .validation import MAX_TOP_K
+from retrieval_lib.config import VERSION as __version__
+from retrieval_lib.config import Settings, load_settings
+from retrieval_lib.embedding import Embedder, make_embedder
+from retrieval_lib.errors import RetrievalError
+from retrieval_lib.models import SearchResponse, SearchResult
+from retrieval_lib.search import Retriever
+from retrieval_lib.stores import VectorStore, open_store
+from retrieval_lib.workbook import open_run, run_workbook
 
-__version__ = "0.1.0"
-
-__all__ = [
-    "PROJECT_ROOT", "Secret", "Settings", "load_settings",
-    "Embedder", "LocalEmbedder", "CohereEmbedder", "make_embedder",
-    "PAYLOAD_FIELDS", "SearchResult", "SearchResponse", "CollectionStats",
-    "MAX_TOP_K", "SCORE_TOLERANCE", "Retriever", "same_ranking", "VectorStore",
-    "NotebookReport", "NotebookRun", "open_run", "results_frame",
-    "RetrievalError", "ValidationError", "ParamsError", "RunsNotComparableError", "ConfigurationError",
-    "DocumentError",
-    "ModelMismatchError", "CollectionNotFoundError", "VectorStoreError", "StoreUnavailableError",
-    "StoreLockedError", "EmbeddingError", "RateLimitedError", "AuthenticationError",
-    "EmbeddingUnavailableError", "BadEmbeddingResponseError",
-]
+__all__ = ["__version__", "Settings", "load_settings", "Embedder", "make_embedder", "RetrievalError",
+           "SearchResponse", "SearchResult", "Retriever", "VectorStore", "open_store", "open_run", "run_workbook"]

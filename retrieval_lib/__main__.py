@@ -1,4 +1,4 @@
-"""``python -m retrieval_lib``: see :mod:`retrieval_lib.cli`."""
+"""``python -m retrieval_lib``: see :mod:`retrieval_lib.cli.main`."""
 
 import importlib.util
 import sys
@@ -14,6 +14,6 @@ if _missing:
         "run `make setup`, then `source .venv/bin/activate` (or use .venv/bin/retrieval-lib)\n")
     sys.exit(2)
 
-from .cli import main  # noqa: E402 - only once the dependencies are known to be there
+from retrieval_lib.cli.main import main  # noqa: E402 - only once the dependencies are known to be there
 
 sys.exit(main())

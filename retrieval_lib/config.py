@@ -31,18 +31,25 @@ Variables (all optional; with none set the embedded default is used):
 
 from __future__ import annotations
 
+import json
 import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field, fields, replace
 from pathlib import Path
+from typing import Any
 from urllib.parse import urlsplit, urlunsplit
 
 from dotenv import dotenv_values
 
-from .errors import ConfigurationError
+from retrieval_lib.errors import ConfigurationError
 
-__all__ = ["PROJECT_ROOT", "Secret", "Settings", "load_settings", "secret_values", "redact_url", "SECRET_VARIABLES"]
+#: The workbook's version (the package re-exports it as ``__version__``).
+VERSION = "0.1.0"
+
+__all__ = ["VERSION", "PROJECT_ROOT", "Secret", "Settings", "load_settings", "secret_values", "redact_url",
+           "SECRET_VARIABLES",
+           "resolve_run_dir"]
 
 #: The project folder (where ``notebooks/``, ``params/`` and ``outputs/`` live).
 #: Derived from the package location so kernels started anywhere agree on it.
@@ -108,6 +115,8 @@ class Settings:
     embedding_retry_budget: float = 60.0
     query_max_chars: int = 1000
     database_url: str | None = None
+    #: role -> payload key(s) of the collection (a profile's ``payload_fields``); None: inferred from a sample
+    payload_fields: dict[str, Any] | None = None
 
     @property
     def store_location(self) -> str:
@@ -295,9 +304,45 @@ def load_settings(
         embedding_retry_budget=_number(merged, "EMBEDDING_RETRY_BUDGET", 60.0, minimum=0),
         query_max_chars=_number(merged, "QUERY_MAX_CHARS", 1000, minimum=1, integer=True),
         database_url=_database_url(merged),
+        payload_fields=_payload_fields(merged),
     )
+
+
+def _payload_fields(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """``PAYLOAD_FIELDS``: a JSON object, role -> payload key or list of keys (what ``run --params`` passes on
+    from a profile's ``payload_fields``). Unset or empty: the mapping is inferred from the collection."""
+    raw = (env.get("PAYLOAD_FIELDS") or "").strip()
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict) or not all(
+            isinstance(k, str) and (isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)))
+            for k, v in value.items()):
+        raise ConfigurationError('PAYLOAD_FIELDS must be a JSON object of role -> payload key (or list of keys), '
+                                 'e.g. {"content": "text", "source_url": "url"}', variable="PAYLOAD_FIELDS")
+    return value
 
 
 def _is_loopback(url: str) -> bool:
     host = urlsplit(url).hostname or ""
     return host in ("localhost", "::1") or host.startswith("127.")
+
+
+def resolve_run_dir(run_dir: str | os.PathLike[str] | None) -> Path:
+    """The folder a notebook writes into.
+
+    An empty ``run_dir`` (the notebooks' default, used in JupyterLab and by
+    nbval) means ``outputs/interactive``; a relative one is taken from the
+    project root, never from the kernel's working folder.
+    """
+    if not run_dir:
+        path = PROJECT_ROOT / "outputs" / "interactive"
+    else:
+        path = Path(run_dir)
+        if not path.is_absolute():
+            path = PROJECT_ROOT / path
+    path.mkdir(parents=True, exist_ok=True)
+    return path

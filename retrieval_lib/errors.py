@@ -17,9 +17,11 @@ a secret: messages name the *variable* (``COHERE_API_KEY``), never its value.
     ├── DocumentError                   exit 2  a source file that cannot be ingested (path)
     ├── ModelMismatchError              exit 2  embedder and collection disagree (dimensions, models)
     ├── CollectionNotFoundError         exit 2  no such collection (collection, available)
+    ├── ReadOnlyError                   exit 2  a write to a collection the workbook did not build (collection)
     ├── VectorStoreError                exit 3  Qdrant failed (location)
     │   ├── StoreUnavailableError       exit 3  refused, timed out, unreachable
     │   └── StoreLockedError            exit 3  embedded folder held by another process
+    ├── DatabaseUnavailableError        exit 3  the metadata database failed (location)
     └── EmbeddingError                  exit 3  the embedding service failed (provider, model, status, attempts)
         ├── RateLimitedError            exit 3  429 after bounded retries (+ retry_after)
         ├── AuthenticationError         exit 2  401/403: the key is wrong or lacks access
@@ -33,6 +35,7 @@ from collections.abc import Sequence
 from typing import Any, ClassVar
 
 __all__ = [
+    "DatabaseUnavailableError",
     "RetrievalError",
     "ValidationError",
     "ParamsError",
@@ -41,6 +44,7 @@ __all__ = [
     "DocumentError",
     "ModelMismatchError",
     "CollectionNotFoundError",
+    "ReadOnlyError",
     "VectorStoreError",
     "StoreUnavailableError",
     "StoreLockedError",
@@ -226,6 +230,22 @@ class CollectionNotFoundError(RetrievalError):
         self.available = list(available)
 
 
+class ReadOnlyError(RetrievalError):
+    """A write was asked of a collection the workbook reads but did not build (points, the collection itself,
+    or its payload indexes). The workbook never changes a team's collection.
+
+    Attributes:
+        collection: the collection, when known.
+    """
+
+    exit_code = 2
+    field_names = ("collection",)
+
+    def __init__(self, message: str, *, collection: str | None = None) -> None:
+        super().__init__(message)
+        self.collection = collection
+
+
 class VectorStoreError(RetrievalError):
     """Qdrant failed.
 
@@ -247,6 +267,21 @@ class StoreUnavailableError(VectorStoreError):
 
 class StoreLockedError(VectorStoreError):
     """The embedded store folder is held by another process (``location`` is the folder)."""
+
+
+class DatabaseUnavailableError(RetrievalError):
+    """The metadata database cannot be reached or answered with an error.
+
+    Attributes:
+        location: the database URL without credentials, or the SQLite file.
+    """
+
+    exit_code = 3
+    field_names: ClassVar[tuple[str, ...]] = ("location",)
+
+    def __init__(self, message: str, *, location: str) -> None:
+        super().__init__(message)
+        self.location = location
 
 
 class EmbeddingError(RetrievalError):

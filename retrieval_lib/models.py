@@ -12,7 +12,13 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-__all__ = ["PAYLOAD_FIELDS", "SearchResult", "SearchResponse", "CollectionStats", "UnreportedField"]
+__all__ = ["SEED003_FIELDS", "RESULT_FIELDS", "PAYLOAD_FIELDS", "SearchResult", "SearchResponse", "CollectionStats",
+           "UnreportedField"]
+
+#: The fields seed 003 requires of every result (SC-004).
+SEED003_FIELDS: tuple[str, ...] = ("chunk_id", "snippet", "source_path", "slug", "title", "score")
+#: Every field of a result: seed 003's plus section, URL and position.
+RESULT_FIELDS: tuple[str, ...] = SEED003_FIELDS + ("section_title", "source_url", "chunk_sequence")
 
 #: Payload fields every chunk carries (seed 000 FR-007, seed 001, seed 004).
 PAYLOAD_FIELDS: tuple[str, ...] = (

@@ -20,15 +20,16 @@ naming the file and the key.
 from __future__ import annotations
 
 import difflib
+import json
 import os
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from .config import PROJECT_ROOT, secret_values
-from .errors import ParamsError
-from .search import MAX_TOP_K
+from retrieval_lib.config import PROJECT_ROOT, secret_values
+from retrieval_lib.errors import ParamsError
+from retrieval_lib.validation import MAX_TOP_K
 
 __all__ = [
     "Profile", "GoldenQuery", "NegativeQuery", "GoldenSet",
@@ -36,8 +37,10 @@ __all__ = [
     "RESERVED_KEYS",
 ]
 
-#: Profile keys the runner itself uses (never passed to a notebook as such).
-RESERVED_KEYS = frozenset({"profile"})
+#: Profile keys the runner itself uses (never passed to a notebook as such): the profile's name, and the
+#: collection it validates with that collection's ``payload_fields`` (role -> payload key), which reach the
+#: notebooks' kernels as QDRANT_COLLECTION_NAME and PAYLOAD_FIELDS.
+RESERVED_KEYS = frozenset({"profile", "collection", "payload_fields"})
 _SECRET_WORDS = ("api_key", "apikey", "api-key", "token", "secret", "password", "credential")
 
 
@@ -90,6 +93,16 @@ class Profile:
     @property
     def name(self) -> str:
         return str(self.values.get("profile") or self.path.stem)
+
+    def environment(self) -> dict[str, str]:
+        """The variables a run sets for its notebooks' kernels from this profile: the collection it names and
+        that collection's payload fields (none when the profile names neither)."""
+        env: dict[str, str] = {}
+        if self.values.get("collection"):
+            env["QDRANT_COLLECTION_NAME"] = str(self.values["collection"])
+        if self.values.get("payload_fields"):
+            env["PAYLOAD_FIELDS"] = json.dumps(self.values["payload_fields"])
+        return env
 
     def for_notebook(self, declared: Iterable[str]) -> dict[str, Any]:
         """The parameters one notebook declares (papermill gets nothing else)."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import math
 from collections.abc import Iterable
 
-from .errors import ValidationError
+from retrieval_lib.errors import ValidationError
 
 __all__ = ["percentile"]
 

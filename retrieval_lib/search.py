@@ -22,14 +22,16 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from .config import Settings, load_settings
-from .embedders import COHERE_MAX_BATCH, Embedder, make_embedder
-from .errors import ModelMismatchError, ValidationError, VectorStoreError
-from .models import CollectionStats, SearchResponse, SearchResult
-from .store import VectorStore, size_warning
-from .validation import MAX_TOP_K, validate_filter, validate_params, validate_query
+from retrieval_lib.collection import CollectionView, PayloadRoles, rebuild_advice
+from retrieval_lib.config import Settings, load_settings
+from retrieval_lib.embedding.providers import COHERE_MAX_BATCH, Embedder, make_embedder
+from retrieval_lib.errors import ConfigurationError, ModelMismatchError, ValidationError, VectorStoreError
+from retrieval_lib.models import CollectionStats, SearchResponse, SearchResult
+from retrieval_lib.stores import ReadableStore, collection_stats, open_store, size_warning
+from retrieval_lib.validation import MAX_TOP_K, validate_filter, validate_params, validate_query
 
-__all__ = ["Retriever", "ensure_compatible", "validate_query", "validate_params", "same_ranking", "MAX_TOP_K",
+__all__ = ["Retriever", "open_collection", "ensure_compatible", "validate_query", "validate_params", "same_ranking",
+           "MAX_TOP_K",
            "SCORE_TOLERANCE"]
 
 #: Largest score difference at which two answers to the same query still count as identical.
@@ -90,7 +92,7 @@ def _tie_may_continue(points: Sequence[Any], top_k: int, limit: int) -> bool:
     return scores[-1] >= scores[top_k - 1]
 
 
-def ensure_compatible(store: VectorStore, collection: str, embedder: Embedder, *,
+def ensure_compatible(store: ReadableStore, collection: str, embedder: Embedder, *,
                       found_models: Iterable[str | None] | None = None, check_model: bool = True) -> list[str]:
     """The one rule for "this embedder may query (or add to) this collection".
 
@@ -112,8 +114,9 @@ def ensure_compatible(store: VectorStore, collection: str, embedder: Embedder, *
     """
     _, size, _ = store.vector_params(collection)
     model = embedder.model
-    advice = ("set EMBEDDING_PROVIDER/EMBEDDING_MODEL to the model the collection was built with, or rebuild it "
-              "with this model (`python -m retrieval_lib ingest --recreate`)")
+    owned = store.owned(collection) if isinstance(store, CollectionView) else True
+    advice = ("set EMBEDDING_PROVIDER/EMBEDDING_MODEL to the model the collection was built with, or "
+              + rebuild_advice(owned is not False))
     if size is not None and size != embedder.dimension:
         raise ModelMismatchError(
             f"collection {collection!r} holds {size}-dimensional vectors but the configured embedder "
@@ -136,12 +139,30 @@ def ensure_compatible(store: VectorStore, collection: str, embedder: Embedder, *
         raise ModelMismatchError(
             f"collection {collection!r} was embedded with {', '.join(map(repr, foreign))} but the configured "
             f"embedder is {model!r}; scores would be meaningless. Set EMBEDDING_MODEL={foreign[0]} (and the matching "
-            "EMBEDDING_PROVIDER), or rebuild the collection with this model "
-            "(`python -m retrieval_lib ingest --recreate`)",
+            f"EMBEDDING_PROVIDER), or {rebuild_advice(owned is not False)}",
             collection_dimension=size, embedder_dimension=embedder.dimension,
             collection_model=foreign[0], configured_model=model,
         )
     return found
+
+
+def open_collection(settings: Settings) -> CollectionView:
+    """The configured store, read through the collection's payload roles (never written).
+
+    The roles are the settings' ``payload_fields`` (a profile's mapping, ``PAYLOAD_FIELDS``) when set, else
+    inferred from a sample of the collection on its first read.
+
+    Raises:
+        ConfigurationError: ``payload_fields`` names an unknown role or an empty key.
+        StoreLockedError, StoreUnavailableError: the store cannot be opened.
+    """
+    roles = None
+    if settings.payload_fields:
+        try:
+            roles = PayloadRoles.from_profile(settings.payload_fields)
+        except ValueError as err:
+            raise ConfigurationError(f"PAYLOAD_FIELDS: {err}", variable="PAYLOAD_FIELDS") from None
+    return CollectionView(open_store(settings), roles)
 
 
 class Retriever:
@@ -156,9 +177,10 @@ class Retriever:
             embedder's model and refuse to search on a mismatch.
     """
 
-    def __init__(self, store: VectorStore, embedder: Embedder, collection: str, *,
+    def __init__(self, store: ReadableStore, embedder: Embedder, collection: str, *,
                  query_max_chars: int = 1000, check_model: bool = True) -> None:
-        self.store = store
+        # every read goes through payload roles: a team's own keys, or our schema (the identity)
+        self.store: CollectionView = store if isinstance(store, CollectionView) else CollectionView(store)
         self.embedder = embedder
         self.collection = collection
         self.query_max_chars = query_max_chars
@@ -175,7 +197,7 @@ class Retriever:
         if overrides:
             settings = settings.with_overrides(**overrides)
         embedder = embedder or make_embedder(settings)
-        store = VectorStore.open(settings)
+        store = open_collection(settings)
         return cls(store, embedder, settings.collection_name, query_max_chars=settings.query_max_chars)
 
     def __repr__(self) -> str:
@@ -233,7 +255,8 @@ class Retriever:
             # source paths/URLs that start with it (from a facet), then matched with MatchAny.
             files = [f for f in self._distinct("source_file") if f.startswith(source_prefix)]
             urls = [u for u in self._distinct("source_url")
-                    if u.startswith(source_prefix) or urlsplit(u).path.startswith(source_prefix)]
+                    if u.startswith(source_prefix)
+                    or urlsplit(u).path.lstrip("/").startswith(source_prefix.lstrip("/"))]
             options: list[Any] = []
             if files:
                 options.append(models.FieldCondition(key="source_file", match=models.MatchAny(any=files)))
@@ -278,7 +301,7 @@ class Retriever:
         Every query is validated before any is embedded, so one bad query fails
         the call before work is done. ``embed_ms`` and ``search_ms`` of each
         response are its share of its batch's time. An embedder with a run's query
-        cache (:class:`~retrieval_lib.embed_cache.CachedEmbedder`) first embeds every
+        cache (:class:`~retrieval_lib.embedding.cache.CachedEmbedder`) first embeds every
         query it has not seen in as few calls as possible; the batches then read the cache.
         """
         if isinstance(queries, str):
@@ -309,10 +332,10 @@ class Retriever:
                 hits: list[list[Any]] = [[] for _ in chunk]
             elif len(chunk) == 1:
                 hits = [self.store.query(self.collection, vectors[0], limit=top_k + _TIE_MARGIN,
-                                         score_threshold=threshold or None, query_filter=query_filter)]
+                                         similarity_threshold=threshold or None, query_filter=query_filter)]
             else:
                 hits = self.store.query_batch(self.collection, vectors, limit=top_k + _TIE_MARGIN,
-                                              score_threshold=threshold or None, query_filter=query_filter)
+                                              similarity_threshold=threshold or None, query_filter=query_filter)
             if possible:  # a tie at the cut wider than the margin: fetch more so ids decide, not chance
                 hits = [self._complete_ties(v, pts, top_k, threshold or None, query_filter)
                         for v, pts in zip(vectors, hits)]
@@ -364,14 +387,14 @@ class Retriever:
         return "no matching chunk"
 
     def _complete_ties(self, vector: Sequence[float], points: list[Any], top_k: int,
-                       score_threshold: float | None, query_filter: Any) -> list[Any]:
+                       similarity_threshold: float | None, query_filter: Any) -> list[Any]:
         limit = top_k + _TIE_MARGIN
         while _tie_may_continue(points, top_k, limit):
             limit *= 4
             points = self.store.query(self.collection, vector, limit=limit,
-                                      score_threshold=score_threshold, query_filter=query_filter)
+                                      similarity_threshold=similarity_threshold, query_filter=query_filter)
         return points
 
     def stats(self) -> CollectionStats:
         """Collection statistics (seed 004)."""
-        return self.store.stats(self.collection)
+        return collection_stats(self.store, self.collection)

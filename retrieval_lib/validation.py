@@ -10,7 +10,7 @@ import math
 from numbers import Integral, Real
 from typing import Any
 
-from .errors import ValidationError
+from retrieval_lib.errors import ValidationError
 
 __all__ = ["MAX_TOP_K", "validate_query", "validate_params", "validate_filter"]
 

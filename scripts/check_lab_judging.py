@@ -93,7 +93,7 @@ def main() -> int:
     from selenium.webdriver.support.ui import WebDriverWait
 
     sys.path.insert(0, str(ROOT))
-    from retrieval_lib.judgments import load_judgments
+    from retrieval_lib.judging.judgments import load_judgments
 
     root = Path(tempfile.mkdtemp(prefix="lab-judging-"))
     prepare(root)

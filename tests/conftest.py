@@ -49,7 +49,7 @@ def no_proxies():
 @pytest.fixture(scope="session")
 def embedder():
     """The real all-MiniLM-L6-v2 embedder, loaded once per session."""
-    from retrieval_lib import LocalEmbedder
+    from retrieval_lib.embedding import LocalEmbedder
 
     return LocalEmbedder()
 

@@ -144,7 +144,7 @@ def serving(app: Any) -> Iterator[str]:
 
     import uvicorn
 
-    from retrieval_lib.service.server import free_port
+    from retrieval_lib.checks.api.target import free_port
 
     port = free_port()
     server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))

@@ -15,8 +15,8 @@ from qdrant_client import models
 from retrieval_lib import VectorStore
 from retrieval_lib.checks import ann
 from retrieval_lib.errors import ValidationError
-from retrieval_lib.report import NotebookReport
-from retrieval_lib.store_edge import EdgeStore
+from retrieval_lib.stores.edge import EdgeStore
+from retrieval_lib.workbook.report import NotebookReport
 
 pytest.importorskip("qdrant_edge")
 

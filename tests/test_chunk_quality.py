@@ -11,9 +11,9 @@ from retrieval_lib.errors import ValidationError
 from retrieval_lib.ingest import SAMPLE_BOOK
 from retrieval_lib.ingest.chunking import chunk_markdown, default_count_tokens
 from retrieval_lib.ingest.documents import discover_documents, is_stub, read_document
-from retrieval_lib.report import NotebookReport
 from retrieval_lib.search import Retriever
-from retrieval_lib.store import VectorStore
+from retrieval_lib.stores.qdrant import VectorStore
+from retrieval_lib.workbook.report import NotebookReport
 
 WINDOW = 64  # tokens, special tokens included
 LONG = "## Long\n\n" + " ".join(f"word{i}" for i in range(120))  # 122 tokens + title + 2 specials

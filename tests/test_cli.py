@@ -17,7 +17,8 @@ from concurrent.futures import ThreadPoolExecutor
 import pytest
 from fakes.proxies import direct_env
 
-from retrieval_lib import PAYLOAD_FIELDS, VectorStore
+from retrieval_lib import VectorStore
+from retrieval_lib.models import PAYLOAD_FIELDS
 
 pytestmark = pytest.mark.timeout(180)
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from retrieval_lib.cli import build_parser, main
+from retrieval_lib.cli.main import build_parser, main
 from retrieval_lib.config import PROJECT_ROOT
 
 COMMANDS = ("search", "stats", "ingest", "run", "serve")

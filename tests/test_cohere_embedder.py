@@ -5,10 +5,13 @@ requested delay and really sleeps only a few milliseconds), so retry waits are
 observable without making the tests slow. A recognisable fake key is used and
 checked to never leak into error text, ``repr`` or ``to_dict``.
 
-Wall-clock bounds: a lower bound is a wait that must have happened (a timeout
-never fires early); an upper bound is the alternative it rules out (a timeout
-rounded up, one more attempt, the retry budget), never the expected time plus a
-small margin.
+Time. No assertion depends on how fast the machine is (the suite runs in parallel
+on busy machines). Retry waits are the delays the embedder asked for; the retry
+budget is checked on an injected clock (the ``clock`` fixture: ``time`` inside the
+embedder's module, moved only by the waits asked for); a timeout is the value httpx
+enforced on each request (the ``sent_timeouts`` fixture). Wall-clock lower bounds
+stay where a wait must really have happened (a timeout never fires early; load only
+makes waits longer).
 """
 
 from __future__ import annotations
@@ -16,13 +19,14 @@ from __future__ import annotations
 import json
 import time
 
+import httpx
 import numpy as np
 import pytest
 from fakes.cohere_server import FakeCohere, embed_text
 from fakes.tcp import closed_port
 
 from retrieval_lib.config import load_settings
-from retrieval_lib.embedders import COHERE_MAX_BATCH, CohereEmbedder, make_embedder
+from retrieval_lib.embedding.providers import COHERE_MAX_BATCH, CohereEmbedder, make_embedder
 from retrieval_lib.errors import (
     AuthenticationError,
     BadEmbeddingResponseError,
@@ -32,7 +36,7 @@ from retrieval_lib.errors import (
     RateLimitedError,
 )
 from retrieval_lib.search import Retriever
-from retrieval_lib.store import VectorStore
+from retrieval_lib.stores.qdrant import VectorStore
 
 FAKE_KEY = "co-TEST-KEY-3f9a1c"
 DEFAULT_MODEL = "embed-multilingual-v3.0"
@@ -42,15 +46,65 @@ pytestmark = pytest.mark.usefixtures("no_proxies")
 
 
 class RecordingSleep:
-    """Records every requested delay; really sleeps only a tiny bit, or all of it with ``real=True``."""
+    """Records every requested delay; really sleeps only a tiny bit."""
 
-    def __init__(self, real: bool = False) -> None:
+    def __init__(self) -> None:
         self.delays: list[float] = []
-        self.real = real
 
     def __call__(self, seconds: float) -> None:
         self.delays.append(seconds)
-        time.sleep(seconds if self.real else min(seconds, 0.005))
+        time.sleep(min(seconds, 0.005))
+
+
+class FakeClock:
+    """Stands in for the ``time`` module inside the embedder's module: ``monotonic()`` moves only by ``sleep``.
+
+    Every wait asked for is recorded in ``delays`` and added to the clock at once, so the retry budget is
+    spent by exactly the waits asked for, however long the requests themselves take on a busy machine.
+    """
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.delays: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        self.now += seconds
+
+    def __getattr__(self, name: str):
+        return getattr(time, name)
+
+
+@pytest.fixture
+def clock(monkeypatch) -> FakeClock:
+    """The embedder module's clock, replaced by a :class:`FakeClock` for the test."""
+    from retrieval_lib.embedding import providers
+
+    fake_clock = FakeClock()
+    monkeypatch.setattr(providers, "time", fake_clock)
+    return fake_clock
+
+
+@pytest.fixture
+def sent_timeouts(monkeypatch) -> list[dict[str, float]]:
+    """The timeout httpx enforced on each request this process sent, in order (``request.extensions``)."""
+    seen: list[dict[str, float]] = []
+    send = httpx.Client.send
+
+    def recording_send(self, request, **kwargs):
+        seen.append(request.extensions.get("timeout"))
+        return send(self, request, **kwargs)
+
+    monkeypatch.setattr(httpx.Client, "send", recording_send)
+    return seen
+
+
+def uniform(seconds: float) -> dict[str, float]:
+    """An httpx timeout of ``seconds`` for every phase (connect, read, write, pool)."""
+    return {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
 
 
 @pytest.fixture
@@ -199,14 +253,13 @@ def test_429_forever_raises_rate_limited_after_bounded_attempts(fake):
 
 
 @pytest.mark.timeout(20)
-def test_retry_after_beyond_the_budget_fails_at_once(fake):
+def test_retry_after_beyond_the_budget_fails_at_once(fake, clock):
     fake.always(("status", 429, {"Retry-After": "30"}))
     emb, sleep = make(fake.url, max_retries=5, retry_budget=3.0)
-    t0 = time.monotonic()
     with pytest.raises(RateLimitedError) as ei:
         emb.embed_queries(["hello"])
-    assert time.monotonic() - t0 < 3.0  # less than the budget it refused to spend
     assert sleep.delays == []  # never slept past (or towards) the budget
+    assert clock.delays == []  # nor through the module's own time.sleep: failed at once
     assert len(fake.embed_requests) == 1
     assert ei.value.retry_after == 30.0 and ei.value.attempts == 1
     assert "budget" in ei.value.message
@@ -214,21 +267,21 @@ def test_retry_after_beyond_the_budget_fails_at_once(fake):
 
 
 @pytest.mark.timeout(20)
-def test_total_retry_waiting_stays_within_the_budget(fake):
-    # Retry-After 1 s fits a 2.5 s budget twice at most; real sleeping here, so the waits are real
+def test_total_retry_waiting_stays_within_the_budget(fake, clock, sent_timeouts):
+    # Retry-After 1 s fits a 2.5 s budget twice at most. The embedder's clock is the fake one and its sleep
+    # advances it: the budget is spent by exactly the waits asked for, whatever the machine's load
     fake.always(("status", 429, {"Retry-After": "1"}))
     budget, timeout = 2.5, 1.0
-    sleep = RecordingSleep(real=True)
     emb = CohereEmbedder(api_key=FAKE_KEY, base_url=fake.url, timeout=timeout, max_retries=10,
-                         retry_budget=budget, backoff=0.01, sleep=sleep)
-    t0 = time.monotonic()
+                         retry_budget=budget, backoff=0.01, sleep=clock.sleep)
     with pytest.raises(RateLimitedError) as ei:
         emb.embed_queries(["hello"])
-    elapsed = time.monotonic() - t0
-    assert sleep.delays == [1.0, 1.0] and sum(sleep.delays) <= budget
+    assert clock.delays == [1.0, 1.0] and sum(clock.delays) <= budget
     assert ei.value.attempts == 3 and len(fake.embed_requests) == 3
-    # the promise: at most the budget of waiting plus one timeout per attempt
-    assert sum(sleep.delays) <= elapsed < budget + ei.value.attempts * timeout
+    assert "retry budget" in ei.value.message  # stopped by the budget, not by max_retries (10)
+    # the promise, at most the budget of waiting plus one timeout per attempt: the waits are within the budget
+    # (above), and every attempt was one request that httpx bounded by the timeout (no SDK retries inside)
+    assert sent_timeouts == [uniform(timeout)] * ei.value.attempts
 
 
 # --------------------------------------------------------------------------- 6. auth
@@ -297,7 +350,7 @@ def test_503_forever_is_unavailable_after_max_retries_plus_one(fake, max_retries
 
 
 @pytest.mark.timeout(20)
-def test_hang_times_out_and_is_retried_within_bounded_wall_time(fake):
+def test_hang_times_out_and_is_retried_within_bounded_wall_time(fake, sent_timeouts):
     fake.always("hang")
     timeout = 0.5
     emb, sleep = make(fake.url, timeout=timeout, max_retries=1)
@@ -305,8 +358,10 @@ def test_hang_times_out_and_is_retried_within_bounded_wall_time(fake):
     with pytest.raises(EmbeddingUnavailableError) as ei:
         emb.embed_queries(["hello"])
     elapsed = time.monotonic() - t0
-    # two attempts, each waiting out the 0.5 s timeout; the generous ceiling stays far below the SDK's 300 s default
-    assert 2 * timeout * 0.95 < elapsed < 5.0
+    # two attempts, each really waiting out the 0.5 s timeout (a lower bound: load only makes it longer) ...
+    assert elapsed > 2 * timeout * 0.95
+    # ... and each bounded by it: httpx enforced 0.5 s on both requests, not the SDK's 300 s default
+    assert sent_timeouts == [uniform(timeout)] * 2
     assert len(fake.embed_requests) == 2 and emb.calls == 2 and ei.value.attempts == 2
     assert len(sleep.delays) == 1
     assert "no answer within 0.5 s" in ei.value.message
@@ -314,14 +369,15 @@ def test_hang_times_out_and_is_retried_within_bounded_wall_time(fake):
 
 
 @pytest.mark.timeout(20)
-def test_sub_second_timeout_is_not_rounded_up(fake):
+def test_sub_second_timeout_is_not_rounded_up(fake, sent_timeouts):
     # EMBEDDING_TIMEOUT accepts values down to 0.1 s; 0.1 must mean 0.1 s, not 1 s
     fake.always("hang")
     emb, _ = make(fake.url, timeout=0.1, max_retries=0)
     t0 = time.monotonic()
     with pytest.raises(EmbeddingUnavailableError) as ei:
         emb.embed_queries(["hello"])
-    assert 0.09 < time.monotonic() - t0 < 1.0  # rounded up to a whole second, it would take 1 s
+    assert time.monotonic() - t0 > 0.09  # the timeout was waited out, not failed early
+    assert sent_timeouts == [uniform(0.1)]  # what httpx enforced: rounded up, it would be 1 (or 0)
     assert "0.1 s" in ei.value.message
 
 
@@ -361,11 +417,13 @@ def test_count_mismatch_and_malformed_bodies_are_bad_responses(fake, behaviour):
 def test_connection_refused_is_unavailable_fast():
     url = f"http://127.0.0.1:{closed_port()}"
     emb, sleep = make(url, max_retries=1)
-    t0 = time.monotonic()
     with pytest.raises(EmbeddingUnavailableError) as ei:
         emb.embed_queries(["hello"])
-    assert time.monotonic() - t0 < emb.timeout  # refused, not waited out like an unanswered request
+    # refused, not waited out like an unanswered request: a ConnectError (a timeout would be "no answer
+    # within 5 s"), and the one wait between the two attempts was the short backoff, nothing longer
+    assert "connection failed (ConnectError)" in ei.value.message and "no answer" not in ei.value.message
     assert emb.calls == 2 and ei.value.attempts == 2 and len(sleep.delays) == 1
+    assert 0.01 <= sleep.delays[0] <= 0.0121  # backoff 0.01 * 2**0 plus <= 20 % jitter
     assert "connection failed" in ei.value.message and "127.0.0.1" in ei.value.message
     assert_no_secret(ei.value, emb)
 

@@ -11,9 +11,9 @@ import pytest
 
 from retrieval_lib.checks import compare_stats as st
 from retrieval_lib.checks.compare import compare_runs, find_baseline
-from retrieval_lib.cli import main
+from retrieval_lib.cli.main import main
 from retrieval_lib.errors import RunsNotComparableError, ValidationError
-from retrieval_lib.runfiles import FORMAT, query_id
+from retrieval_lib.workbook.runfiles import FORMAT, query_id
 
 QUERIES = [f"question {i}" for i in range(10)]
 
@@ -147,9 +147,9 @@ def test_committed_baseline_compares_with_itself():
 
 
 def test_notebook_call_records_a_gate_and_the_report_gains_a_compared_with_section(runs, tmp_path):
-    from retrieval_lib.checks.compare import for_notebook
-    from retrieval_lib.index_page import render_index
-    from retrieval_lib.report import NotebookReport
+    from retrieval_lib.checks.compare_views import for_notebook
+    from retrieval_lib.workbook.index_page import render_index
+    from retrieval_lib.workbook.report import NotebookReport
 
     report = NotebookReport("14_compare", "t", tmp_path / "r")
     cmp = for_notebook(report, str(runs["base"]), str(runs["worse"]), min_effect=0.02)

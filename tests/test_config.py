@@ -7,8 +7,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_lib import ConfigurationError, Secret, Settings, load_settings
-from retrieval_lib.config import PROJECT_ROOT
+from retrieval_lib import Settings, load_settings
+from retrieval_lib.config import PROJECT_ROOT, Secret
+from retrieval_lib.errors import ConfigurationError
 
 SECRET = "s3cr3t-VALUE-7f9a"
 

@@ -7,7 +7,7 @@ from responses import answer, hit
 
 from retrieval_lib.checks import consistency
 from retrieval_lib.errors import ValidationError
-from retrieval_lib.report import NotebookReport
+from retrieval_lib.workbook.report import NotebookReport
 
 QUERIES = ["q1", "q2"]
 

@@ -20,11 +20,11 @@ from qdrant_client import models
 
 from retrieval_lib import VectorStore
 from retrieval_lib.checks import contract, health
-from retrieval_lib.commands import gate_exit_code
-from retrieval_lib.embedders import CohereEmbedder
+from retrieval_lib.cli.commands import gate_exit_code
+from retrieval_lib.embedding.providers import CohereEmbedder
 from retrieval_lib.errors import ModelMismatchError, ValidationError
-from retrieval_lib.report import NotebookReport
 from retrieval_lib.search import ensure_compatible
+from retrieval_lib.workbook.report import NotebookReport
 
 # the session fixture `book` ingests the sample book in the first test that asks (about 30 s on idle cores)
 pytestmark = pytest.mark.timeout(900)
@@ -191,7 +191,7 @@ def test_the_probe_command_says_the_cost_first_and_exits_by_its_gates(book, embe
     import json
     import shutil
 
-    from retrieval_lib.cli import main
+    from retrieval_lib.cli.main import main
 
     assert main(["probe", "--sample", "0"]) == 2
     assert "sample" in capsys.readouterr().err

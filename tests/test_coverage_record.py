@@ -12,7 +12,7 @@ from retrieval_lib.checks import coverage
 from retrieval_lib.checks.coverage import CoverageQuery, SourceFile
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.params import GoldenQuery, GoldenSet
-from retrieval_lib.report import NotebookReport
+from retrieval_lib.workbook.report import NotebookReport
 
 REACHABLE = "every source file is reachable by a query"
 LANDS = "'Gazebo simulation' lands in m2/"

@@ -9,15 +9,15 @@ import pytest
 from fakes.cohere_server import FakeCohere
 from fakes.embedders import FakeEmbedder, hashed_bag_of_words
 
-from retrieval_lib.embed_cache import (
+from retrieval_lib.embedding.cache import (
     MAX_BATCH,
-    SERVICE_MEASUREMENTS,
     CachedEmbedder,
     QueryCache,
     cache_file,
     query_key,
 )
-from retrieval_lib.embedders import CohereEmbedder, LocalEmbedder
+from retrieval_lib.embedding.providers import CohereEmbedder, LocalEmbedder
+from retrieval_lib.workbook.registry import NOTEBOOKS, notebook_spec
 
 KEY = "co-CACHE-SECRET-91c2"
 
@@ -70,11 +70,12 @@ def test_a_damaged_cache_file_counts_as_empty(tmp_path):
 
 
 def test_a_bypass_by_name_sends_every_query_and_touches_no_cache(tmp_path):
-    assert set(SERVICE_MEASUREMENTS) >= {"04_consistency", "06_latency"}
+    bypassing = {s.name for s in NOTEBOOKS if s.bypass}
+    assert bypassing >= {"consistency", "latency"}
     cache = QueryCache(cache_file(tmp_path))
     CachedEmbedder(fake(), cache).embed_queries(["q"])
     inner = fake()
-    emb = CachedEmbedder(inner, cache, bypass=SERVICE_MEASUREMENTS["06_latency"])
+    emb = CachedEmbedder(inner, cache, bypass=notebook_spec("latency").bypass)
     emb.embed_queries(["q"])
     emb.embed_queries(["q"])
     assert inner.query_texts == ["q", "q"] and len(cache) == 1

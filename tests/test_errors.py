@@ -15,8 +15,9 @@ CLASSES = [getattr(errors, name) for name in errors.__all__]
 
 def test_every_error_is_exported_by_name_and_derives_from_the_root():
     for cls in CLASSES:
-        assert getattr(retrieval_lib, cls.__name__) is cls
+        assert getattr(errors, cls.__name__) is cls
         assert issubclass(cls, errors.RetrievalError)
+    assert retrieval_lib.RetrievalError is errors.RetrievalError
 
 
 @pytest.mark.parametrize("cls", [c for c in CLASSES if c is not errors.RetrievalError], ids=lambda c: c.__name__)

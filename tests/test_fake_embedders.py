@@ -10,7 +10,7 @@ import pytest
 from fakes.embedders import FakeEmbedder, Killed, char_stats, hashed_bag_of_words
 from fakes.proxies import LOOPBACK_HOSTS, PROXY_VARS, clear_proxies, direct_env
 
-from retrieval_lib.embedders import Embedder
+from retrieval_lib.embedding.providers import Embedder
 from retrieval_lib.errors import EmbeddingError
 from retrieval_lib.ingest.chunking import default_count_tokens
 

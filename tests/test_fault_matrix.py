@@ -52,10 +52,10 @@ from fakes.cohere_server import FakeCohere
 from fakes.proxies import direct_env
 from fakes.tcp import BlackholeServer, closed_port
 
-from retrieval_lib.embedders import CohereEmbedder
+from retrieval_lib.embedding.providers import CohereEmbedder
 from retrieval_lib.ingest import ingest
 from retrieval_lib.models import PAYLOAD_FIELDS
-from retrieval_lib.store import VectorStore
+from retrieval_lib.stores.qdrant import VectorStore
 
 FAKE_KEY = "co-FAKE-KEY-faultmatrix-5e1d"
 MODEL = "embed-multilingual-v3.0"
@@ -366,9 +366,11 @@ def _check_json_case(case: Case, data: dict) -> None:
         warning = next(w for w in data["warnings"] if w.startswith("results lack payload fields"))
         assert warning == f"results lack payload fields: {', '.join(missing)}"
         by_id = {r["point_id"]: r for r in results}
-        assert set(by_id["6"]["missing_fields"]) == set(PAYLOAD_FIELDS)  # the point without a payload
+        # the point without a payload: every field is missing but its chunk id, which is its point id
+        assert set(by_id["6"]["missing_fields"]) == set(PAYLOAD_FIELDS) - {"chunk_id"}
+        assert by_id["6"]["chunk_id"] == "6"
         assert "chunk_sequence" in by_id["4"]["missing_fields"] and by_id["4"]["chunk_sequence"] is None
-        expected_gaps = set(PAYLOAD_FIELDS) - {"content", "source_file", "model_version"}
+        expected_gaps = set(PAYLOAD_FIELDS) - {"content", "source_file", "model_version", "chunk_id"}
         assert set(by_id["1"]["missing_fields"]) == expected_gaps
         assert by_id["1"]["content"].startswith("robots sparse chunk")
 
@@ -392,7 +394,7 @@ def test_blackhole_is_not_hammered(outcomes):
 
 HOLDER = r"""
 import select, sys
-from retrieval_lib.store import VectorStore
+from retrieval_lib.stores.qdrant import VectorStore
 store = VectorStore.at_path(sys.argv[1])
 print("READY", flush=True)
 select.select([sys.stdin], [], [], float(sys.argv[2]))  # hold the folder until stdin closes or time is up

@@ -10,10 +10,11 @@ import yaml
 from fakes.embedders import FakeEmbedder
 from qdrant_client import models
 
-from retrieval_lib import PAYLOAD_FIELDS, Retriever, VectorStore
+from retrieval_lib import Retriever, VectorStore
 from retrieval_lib.checks.golden import evaluate_golden, load_golden_set, url_matches
 from retrieval_lib.checks.health import scan_payloads
 from retrieval_lib.errors import ValidationError
+from retrieval_lib.models import PAYLOAD_FIELDS
 
 MODEL = "axis-embedder"
 PAGES = ["/docs/intro", "/docs/introduction/setup", "/docs/m1/ik", "/docs/m1/arm", "/docs/m2/gazebo"]

@@ -9,12 +9,13 @@ import yaml
 from fakes.embedders import FakeEmbedder
 from qdrant_client import models
 
-from retrieval_lib import PAYLOAD_FIELDS, Retriever, VectorStore
+from retrieval_lib import Retriever, VectorStore
 from retrieval_lib.checks import golden
 from retrieval_lib.checks.golden import NO_RELEVANT_PAGE, QueryOutcome, ValidationReport
 from retrieval_lib.checks.health import PayloadScan
 from retrieval_lib.errors import ValidationError
-from retrieval_lib.report import NotebookReport
+from retrieval_lib.models import PAYLOAD_FIELDS
+from retrieval_lib.workbook.report import NotebookReport
 
 SITE = "https://book.example"
 PAGES = {"ik": "/docs/m1/ik", "arm": "/docs/m1/arm", "gazebo": "/docs/m2/gazebo", "intro": "/docs/intro"}

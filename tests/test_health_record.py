@@ -5,13 +5,13 @@ from __future__ import annotations
 import pytest
 from fakes.embedders import FakeEmbedder
 
-from retrieval_lib import PAYLOAD_FIELDS, VectorStore
+from retrieval_lib import VectorStore
 from retrieval_lib.checks import health
 from retrieval_lib.checks.health import PayloadScan
 from retrieval_lib.errors import ValidationError
-from retrieval_lib.models import CollectionStats, UnreportedField
-from retrieval_lib.report import NotebookReport
-from retrieval_lib.store import size_warning
+from retrieval_lib.models import PAYLOAD_FIELDS, CollectionStats, UnreportedField
+from retrieval_lib.stores.qdrant import size_warning
+from retrieval_lib.workbook.report import NotebookReport
 
 EMBEDDER = FakeEmbedder.fixed([1.0, 0.0, 0.0, 0.0])  # model "fixed-model", 4 dimensions
 THRESHOLDS = {"min_points": 10, "max_duplicate_share": 0.0, "min_metadata_completeness": 100.0}

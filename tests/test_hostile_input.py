@@ -37,11 +37,11 @@ from fakes.proxies import direct_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from retrieval_lib.embedders import CohereEmbedder
+from retrieval_lib.embedding.providers import CohereEmbedder
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.search import MAX_TOP_K, Retriever
-from retrieval_lib.store import VectorStore
+from retrieval_lib.stores.qdrant import VectorStore
 
 COLLECTION = "hostile"
 LIMIT = 1000  # QUERY_MAX_CHARS default

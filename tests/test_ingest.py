@@ -20,9 +20,11 @@ from typing import Any
 import pytest
 from fakes.embedders import FakeEmbedder, Killed
 
-from retrieval_lib import PAYLOAD_FIELDS, DocumentError, ModelMismatchError, VectorStore
-from retrieval_lib.embedders import Embedder
+from retrieval_lib import VectorStore
+from retrieval_lib.embedding.providers import Embedder
+from retrieval_lib.errors import DocumentError, ModelMismatchError
 from retrieval_lib.ingest import IngestSummary, ingest, point_id_for, prepare_documents
+from retrieval_lib.models import PAYLOAD_FIELDS
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -13,8 +13,8 @@ from retrieval_lib import Retriever, VectorStore
 from retrieval_lib.checks import judged
 from retrieval_lib.checks.golden import QueryOutcome, ValidationReport
 from retrieval_lib.errors import ValidationError
-from retrieval_lib.judgments import Judgment
-from retrieval_lib.report import NotebookReport
+from retrieval_lib.judging.judgments import Judgment
+from retrieval_lib.workbook.report import NotebookReport
 
 CLOCK = "2026-11-23T10:00:00+00:00"
 TEXTS = ["chunk zero", "chunk one", "chunk two", "chunk three"]

@@ -14,7 +14,7 @@ from retrieval_lib import VectorStore
 from retrieval_lib.errors import ParamsError, ValidationError
 from retrieval_lib.ingest import ingest
 from retrieval_lib.ingest.pipeline import SAMPLE_BOOK
-from retrieval_lib.judgments import (
+from retrieval_lib.judging.judgments import (
     Judgment,
     collection_hashes,
     load_judgments,
@@ -25,7 +25,7 @@ from retrieval_lib.judgments import (
     split_stale,
     to_qrels,
 )
-from retrieval_lib.labeling import Item, LabelingSession, LabelingWidget
+from retrieval_lib.judging.labeling import Item, LabelingSession, LabelingWidget
 from retrieval_lib.models import SearchResult
 from retrieval_lib.search import Retriever
 

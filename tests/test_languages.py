@@ -14,10 +14,10 @@ from fakes.embedders import FakeEmbedder
 
 from retrieval_lib import VectorStore
 from retrieval_lib.checks import languages
-from retrieval_lib.commands import gate_exit_code
+from retrieval_lib.cli.commands import gate_exit_code
 from retrieval_lib.errors import ParamsError, ValidationError
-from retrieval_lib.report import NotebookReport
 from retrieval_lib.search import Retriever
+from retrieval_lib.workbook.report import NotebookReport
 
 SHIPPED = "params/query_sets/languages.yaml"
 ENGLISH = ["What is ROS 2 middleware?", "How does Gazebo simulate robots?", "Which battery powers the humanoid?",

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 from fakes.embedders import FakeEmbedder
 
-from retrieval_lib import Retriever, ValidationError, VectorStore
+from retrieval_lib import Retriever, VectorStore
 from retrieval_lib.checks.latency import (
     TIMING_FIELDS,
     ConcurrentRun,
@@ -19,6 +19,7 @@ from retrieval_lib.checks.latency import (
     time_searches,
     unstable_queries,
 )
+from retrieval_lib.errors import ValidationError
 from retrieval_lib.search import same_ranking
 
 COLLECTION = "book"

@@ -10,7 +10,7 @@ from retrieval_lib import Retriever, VectorStore
 from retrieval_lib.checks import latency
 from retrieval_lib.checks.latency import ConcurrentRun, TimedSearch, Warmup
 from retrieval_lib.errors import ValidationError
-from retrieval_lib.report import NotebookReport
+from retrieval_lib.workbook.report import NotebookReport
 
 RANK_A = (("1", 0.9), ("2", 0.5))
 RANK_B = (("2", 0.9), ("1", 0.5))

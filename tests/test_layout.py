@@ -21,7 +21,8 @@ from retrieval_lib.config import PROJECT_ROOT
 PACKAGE = PROJECT_ROOT / "retrieval_lib"
 MODULES = sorted(p for p in PACKAGE.rglob("*.py") if "sample_book" not in p.parts)
 NOTEBOOKS = sorted((PROJECT_ROOT / "notebooks").glob("[0-9][0-9]_*.ipynb"))
-MAX_MODULE_LINES = 400
+#: Above this many lines a module gets a printed note (not a failure): split by concern, not by size.
+SOFT_MODULE_LINES = 500
 MAX_NOTEBOOK_CODE_LINES = 80
 # A float printed with 7 or more decimals carries digits that depend on the CPU's floating-point path
 # (torch picks other kernels on other CPUs): nbval would compare them and fail on another machine.
@@ -75,58 +76,216 @@ def test_notebooks_are_thin(nb):
     assert ".kind" not in code, f"{nb.name} branches on the backend; the package owns backend differences"
 
 
-@pytest.mark.parametrize("module", MODULES, ids=lambda p: str(p.relative_to(PACKAGE)))
-def test_modules_are_small_enough_to_read(module):
-    lines = len(module.read_text(encoding="utf-8").splitlines())
-    assert lines <= MAX_MODULE_LINES, f"{module.relative_to(PROJECT_ROOT)} has {lines} lines; split it by concern"
+def test_long_modules_are_noted_not_failed(capsys):
+    # Files split by concern, not by size: a long module is worth a look, and no more than that.
+    long = [f"{m.relative_to(PROJECT_ROOT)} ({n} lines)" for m in MODULES
+            if (n := len(m.read_text(encoding="utf-8").splitlines())) > SOFT_MODULE_LINES]
+    with capsys.disabled():
+        for line in long:
+            print(f"\nnote: {line} is long; split it if it holds two concerns")
+
+
+def _module_name(module: Path) -> str:
+    parts = list(module.relative_to(PROJECT_ROOT).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def _type_checking_lines(tree: ast.AST) -> set[int]:
+    """Lines inside ``if TYPE_CHECKING:`` blocks: those imports never run, so they make no loop."""
+    lines: set[int] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.If) and "TYPE_CHECKING" in ast.unparse(node.test):
+            for child in node.body:
+                lines.update(range(child.lineno, (child.end_lineno or child.lineno) + 1))
+    return lines
 
 
 def _imports(module: Path) -> list[tuple[str, int]]:
-    """(absolute module name, line) of every import in ``module``, relative ones resolved."""
+    """(absolute module name, line) of every import in ``module``, inside functions too, relative ones resolved,
+    ``if TYPE_CHECKING:`` blocks excepted. ``from package import name`` counts ``package.name`` when that is a
+    module of ours."""
     tree = ast.parse(module.read_text(encoding="utf-8"))
-    package = ".".join(module.relative_to(PROJECT_ROOT).with_suffix("").parts[:-1])
+    skip = _type_checking_lines(tree)
+    name = _module_name(module)
+    package = name if module.name == "__init__.py" else name.rpartition(".")[0]
     out = []
     for node in ast.walk(tree):
+        if getattr(node, "lineno", None) in skip:
+            continue
         if isinstance(node, ast.Import):
             out += [(a.name, node.lineno) for a in node.names]
         elif isinstance(node, ast.ImportFrom):
             if node.level:
                 base = package.split(".")[: len(package.split(".")) - node.level + 1]
-                name = ".".join(base + ([node.module] if node.module else []))
+                target = ".".join(base + ([node.module] if node.module else []))
             else:
-                name = node.module or ""
-            out.append((name, node.lineno))
-            if node.level and not node.module:  # "from . import x": x are modules of the package
-                out += [(f"{name}.{a.name}", node.lineno) for a in node.names]
+                target = node.module or ""
+            out.append((target, node.lineno))
+            out += [(f"{target}.{a.name}", node.lineno) for a in node.names if f"{target}.{a.name}" in _NAMES]
     return out
 
 
-#: Entry points: they dispatch to every family (``ingest``, ``run``, later ``serve``), so they sit above all.
-ENTRY_POINTS = {"cli.py", "__main__.py"}
+_NAMES = {_module_name(m) for m in MODULES}
 
 
-def _family(module: Path) -> str:
-    parts = module.relative_to(PACKAGE).parts
-    if (len(parts) == 1 and parts[0] in ENTRY_POINTS) or parts[0] == "commands":
-        return "entry"
-    return parts[0] if len(parts) > 1 else "core"
+def _graph() -> dict[str, set[str]]:
+    return {_module_name(m): {t for t, _ in _imports(m) if t in _NAMES and t != _module_name(m)} for m in MODULES}
 
 
-def test_core_never_imports_a_family_and_families_never_import_each_other():
-    # core knows nothing of checks, ingest or the service; checks use the core; nothing imports upward or sideways
-    allowed = {"core": {"core"}, "checks": {"core", "checks"}, "ingest": {"core", "ingest"},
-               "service": {"core", "service"}, "entry": {"core", "checks", "ingest", "service", "entry"}}
+#: The layers, lowest first. A module imports its own family or a lower layer, never one beside or above it.
+#: The foundation is flat (its modules import each other); ``collection`` reads a store through payload roles;
+#: ``search`` joins an embedder and a collection, so it sits right above them; the package's own face and
+#: ``__main__`` sit on top, above the command line.
+LAYERS: tuple[tuple[str, ...], ...] = (
+    ("config", "errors", "models", "validation", "params", "percentile"),
+    ("embedding", "stores"),
+    ("collection",),
+    ("search",),
+    ("workbook", "judging", "ingest"),
+    ("checks",),
+    ("service",),
+    ("cli",),
+    ("__main__", ""),
+)
+FOUNDATION = set(LAYERS[0])
+_RANK = {family: rank for rank, families in enumerate(LAYERS) for family in families}
+
+
+def _family_of(name: str) -> str:
+    parts = name.split(".")
+    return parts[1] if len(parts) > 1 else ""
+
+
+def find_loops(graph: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected groups of more than one module (Tarjan), each sorted."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on: set[str] = set()
+    loops: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on.add(v)
+        for w in sorted(graph.get(v, ())):
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            group = []
+            while True:
+                w = stack.pop()
+                on.discard(w)
+                group.append(w)
+                if w == v:
+                    break
+            if len(group) > 1:
+                loops.append(sorted(group))
+
+    for v in sorted(graph):
+        if v not in index:
+            visit(v)
+    return loops
+
+
+def test_the_loop_finder_finds_a_loop_through_a_function_level_import(tmp_path):
+    assert find_loops({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert find_loops({"a": {"b"}, "b": set()}) == []
+
+
+def test_the_import_graph_has_no_loop():
+    graph = _graph()
+    # a family's face (its __init__) imports the family's modules, so a module importing its own face is a loop
+    assert not find_loops(graph), f"import loops (imports inside functions count): {find_loops(graph)}"
+
+
+def test_every_family_is_placed_in_the_layers():
+    families = {_family_of(_module_name(m)) for m in MODULES}
+    assert families <= set(_RANK), f"place these in LAYERS: {sorted(families - set(_RANK))}"
+
+
+def test_imports_point_down_the_layers():
     wrong = []
     for module in MODULES:
-        family = _family(module)
-        for name, line in _imports(module):
-            if not name.startswith("retrieval_lib."):
+        name = _module_name(module)
+        family = _family_of(name)
+        for target, line in _imports(module):
+            if not target.startswith("retrieval_lib.") or target not in _NAMES:
                 continue
-            target = name.split(".")[1]
-            target_family = "entry" if target == "commands" else target if (PACKAGE / target).is_dir() else "core"
-            if target_family not in allowed.get(family, {family, "core"}):
-                wrong.append(f"{module.relative_to(PROJECT_ROOT)}:{line} ({family}) imports {name}")
-    assert not wrong, "\n".join(wrong)
+            other = _family_of(target)
+            if other == family or (family in FOUNDATION and other in FOUNDATION):
+                continue
+            if _RANK[other] >= _RANK[family]:
+                wrong.append(f"{module.relative_to(PROJECT_ROOT)}:{line} ({family or 'the package face'}) "
+                             f"imports {target} ({other})")
+    assert not wrong, "imports that point up or sideways:\n" + "\n".join(wrong)
+
+
+def test_the_top_of_the_package_stays_small():
+    top = sorted(p.name for p in PACKAGE.glob("*.py"))
+    assert len(top) <= 12, f"{len(top)} modules at the top of retrieval_lib: {top}; put them in a family folder"
+
+
+def _faces() -> set[str]:
+    """What a notebook or a benchmark may import: the package, the foundation, each family's face."""
+    return ({"retrieval_lib", "retrieval_lib.checks.api"} | {f"retrieval_lib.{f}" for f in FOUNDATION | {"search"}}
+            | {f"retrieval_lib.{p.name}" for p in PACKAGE.iterdir() if (p / "__init__.py").exists()})
+
+
+def _notebook_imports(nb: Path) -> set[str]:
+    code = "\n".join("".join(c["source"]) for c in _cells(nb) if c["cell_type"] == "code")
+    return set(re.findall(r"^\s*(?:from|import) (retrieval_lib[\w.]*)", code, re.M))
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_notebooks_import_only_the_faces(nb):
+    inner = _notebook_imports(nb) - _faces()
+    assert not inner, f"{nb.name} reaches past a family's face: {sorted(inner)}"
+
+
+def test_benchmarks_import_only_the_faces():
+    inner = set()
+    for script in sorted((PROJECT_ROOT / "benchmarks").glob("*.py")):
+        text = script.read_text(encoding="utf-8")
+        inner |= {f"{script.name}: {m}" for m in re.findall(r"^\s*(?:from|import) (retrieval_lib[\w.]*)", text, re.M)
+                  if m not in _faces()}
+    assert not inner, f"benchmarks reach past a family's face: {sorted(inner)}"
+
+
+def test_every_family_face_declares_its_contract():
+    missing = [str(p.relative_to(PROJECT_ROOT)) for p in PACKAGE.rglob("__init__.py")
+               if "sample_book" not in p.parts and "__all__" not in p.read_text(encoding="utf-8")]
+    assert not missing, f"faces without __all__: {missing}"
+
+
+NUMBER_LITERAL = re.compile(r"^(0[1-9]|1[0-9])(_[a-z_]*)?$")
+
+
+def _strings(tree: ast.AST) -> list[tuple[int, str]]:
+    """(line, text) of every string constant that is code, not a docstring."""
+    docs = {id(node.body[0].value) for node in ast.walk(tree)
+            if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef) and node.body
+            and isinstance(node.body[0], ast.Expr) and isinstance(node.body[0].value, ast.Constant)}
+    # the "16" of f"{label:16}" is a width, not a notebook
+    docs |= {id(c) for n in ast.walk(tree) if isinstance(n, ast.FormattedValue) and n.format_spec
+             for c in ast.walk(n.format_spec)}
+    return [(n.lineno, n.value) for n in ast.walk(tree)
+            if isinstance(n, ast.Constant) and isinstance(n.value, str) and id(n) not in docs]
+
+
+def test_the_number_finder_sees_a_literal_and_skips_a_docstring():
+    tree = ast.parse('"""e.g. ``"03_source_coverage"``."""\nkey = "01"\nok = f"{x:16}"\nif s.startswith("14_"): pass\n')
+    assert [line for line, text in _strings(tree) if NUMBER_LITERAL.match(text)] == [2, 4]
+
+
+def test_notebook_numbers_are_written_only_in_the_registry():
+    registry = PACKAGE / "workbook" / "registry.py"
+    found = [f"{module.relative_to(PROJECT_ROOT)}:{line}: {text!r}" for module in MODULES if module != registry
+             for line, text in _strings(ast.parse(module.read_text(encoding="utf-8"))) if NUMBER_LITERAL.match(text)]
+    assert not found, "a notebook's number outside the registry:\n" + "\n".join(found)
 
 
 def _declared_distributions() -> set[str]:

@@ -27,10 +27,10 @@ import pytest
 from fakes.cohere_server import FakeCohere
 
 from retrieval_lib.config import load_settings
-from retrieval_lib.embedders import CohereEmbedder
+from retrieval_lib.embedding.providers import CohereEmbedder
 from retrieval_lib.ingest import SAMPLE_BOOK, ingest
 from retrieval_lib.search import SCORE_TOLERANCE, Retriever, same_ranking
-from retrieval_lib.store import VectorStore
+from retrieval_lib.stores.qdrant import VectorStore
 
 N_QUERIES = 100
 WORKERS = 16

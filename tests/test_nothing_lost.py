@@ -23,7 +23,7 @@ import yaml
 from fakes.cohere_server import FakeCohere
 from fakes.proxies import direct_env
 
-from retrieval_lib.store import VectorStore
+from retrieval_lib.stores.qdrant import VectorStore
 
 KEY = "co-KILL-TEST-5b1e77"
 COLLECTION = "killtest"
@@ -102,7 +102,7 @@ def test_batch_run_killed_midway_is_marked_incomplete_and_earlier_runs_survive(t
     slow.write_text(yaml.safe_dump({"profile": "fixture", "gate_value": 1, "threshold": 1, "sleep_s": 60}))
 
     def start(params: Path) -> subprocess.Popen:
-        code = ("import sys; from retrieval_lib.runner import run_workbook; "
+        code = ("import sys; from retrieval_lib.workbook.runner import run_workbook; "
                 f"r = run_workbook({str(params)!r}, notebooks='01,03', out_dir={str(out)!r}, progress=False, "
                 f"notebook_dir={str(FIXTURES)!r}); sys.exit(r.exit_code)")
         return subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)

@@ -9,7 +9,7 @@ import pytest
 
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.params import load_golden_set, load_query_sets
-from retrieval_lib.runner import list_notebooks, load_profile
+from retrieval_lib.workbook.runner import list_notebooks, load_profile
 
 NOTEBOOKS = list_notebooks()
 PROFILES = sorted((PROJECT_ROOT / "params").glob("*.yaml"))

@@ -16,12 +16,12 @@ import nbformat
 import pytest
 from corpus import SAMPLE_COLLECTION
 
-from retrieval_lib.cli import main
-from retrieval_lib.commands.plan import lines, plan_run
+from retrieval_lib.cli.commands.plan import lines, plan_run
+from retrieval_lib.cli.main import main
 from retrieval_lib.config import PROJECT_ROOT, load_settings
 from retrieval_lib.errors import EmbeddingUnavailableError
 from retrieval_lib.params import load_golden_set, load_query_sets
-from retrieval_lib.runner import list_notebooks, load_profile, run_workbook
+from retrieval_lib.workbook.runner import list_notebooks, load_profile, run_workbook
 
 DEMO = load_profile(PROJECT_ROOT / "params" / "demo.yaml").values
 
@@ -98,8 +98,8 @@ def test_a_failed_prefetch_is_recorded_and_the_run_goes_on(tmp_path):
     nb = nbformat.v4.new_notebook()
     nb.metadata["kernelspec"] = {"name": "python3", "display_name": "python3", "language": "python"}
     nb.cells = [nbformat.v4.new_code_cell('run_dir = ""', metadata={"tags": ["parameters"]}),
-                nbformat.v4.new_code_cell("from retrieval_lib.report import open_run\n"
-                                          "print(open_run('01_trivial', 'trivial', run_dir).finish())")]
+                nbformat.v4.new_code_cell("from retrieval_lib.workbook.report import open_run\n"
+                                          "print(open_run('01_trivial', run_dir, title='trivial').finish())")]
     nbformat.write(nb, folder / "01_trivial.ipynb")
     (tmp_path / "p.yaml").write_text("profile: t\n", encoding="utf-8")
 

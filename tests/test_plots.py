@@ -1,4 +1,4 @@
-"""The shared figure kinds (retrieval_lib.plots): what each draws from plain data."""
+"""The shared figure kinds (retrieval_lib.workbook.plots): what each draws from plain data."""
 
 from __future__ import annotations
 
@@ -8,7 +8,7 @@ import matplotlib.pyplot as plt
 import pytest
 from matplotlib.colors import to_rgba
 
-from retrieval_lib import plots
+from retrieval_lib.workbook import plots
 
 
 @pytest.fixture()
@@ -23,10 +23,10 @@ def legend(ax) -> list[str]:
 
 def test_score_histograms_one_panel_per_entry_nan_left_out_but_counted(close_all):
     fig = plots.score_histograms([("top-1", {"in": [0.9, 0.8, math.nan], "out": [0.1]}), ("all", {"in": [0.5]})],
-                                 threshold=0.35, threshold_label="score_threshold")
+                                 threshold=0.35, threshold_label="candidate_threshold")
     left, right = fig.axes
     assert (left.get_title(), right.get_title()) == ("top-1", "all")
-    assert legend(left) == ["in (n=3)", "out (n=1)", "score_threshold = 0.35"]
+    assert legend(left) == ["in (n=3)", "out (n=1)", "candidate_threshold = 0.35"]
     heights = [p.get_height() for p in left.patches]
     assert sum(heights) == 3  # two finite in-domain scores + one out-of-domain; the NaN draws no bar
     assert left.get_xlim() == (0.0, 1.0)

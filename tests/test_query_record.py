@@ -8,8 +8,8 @@ from responses import answer, hit
 from retrieval_lib.checks import query
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import PAYLOAD_FIELDS
-from retrieval_lib.report import NotebookReport
 from retrieval_lib.validation import MAX_TOP_K
+from retrieval_lib.workbook.report import NotebookReport
 
 EMPTY = answer("What is ROS2?", [], threshold=0.95, warnings=["no chunk scored at least 0.95"])
 

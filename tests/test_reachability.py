@@ -22,7 +22,7 @@ from retrieval_lib import VectorStore
 from retrieval_lib.checks import offtopic, reach_report, reachability
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.ingest import prepare_documents
-from retrieval_lib.report import NotebookReport
+from retrieval_lib.workbook.report import NotebookReport
 
 pytestmark = pytest.mark.timeout(900)  # the session's sample book is built by the first test
 
@@ -225,7 +225,7 @@ def test_few_files_are_not_judged_off_topic():
 
 
 def test_reach_command_prints_json_and_exits_1_on_a_failed_gate(tmp_path, monkeypatch, capsys):
-    from retrieval_lib.cli import main
+    from retrieval_lib.cli.main import main
 
     folder = tmp_path / "store"
     source = _clustered_store(points=300)

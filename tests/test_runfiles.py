@@ -8,8 +8,8 @@ import pytest
 
 from retrieval_lib.errors import ConfigurationError, ValidationError
 from retrieval_lib.models import SearchResponse, SearchResult
-from retrieval_lib.report import NotebookReport
-from retrieval_lib.runfiles import query_id, read_run, read_runs, write_run
+from retrieval_lib.workbook.report import NotebookReport
+from retrieval_lib.workbook.runfiles import query_id, read_run, read_runs, write_run
 
 
 def response(text: str, hits: list[tuple[str, float, str]]) -> SearchResponse:

@@ -19,7 +19,7 @@ import pytest
 import yaml
 
 from retrieval_lib.errors import ParamsError, ValidationError
-from retrieval_lib.runner import list_notebooks, load_profile, run_workbook
+from retrieval_lib.workbook.runner import list_notebooks, load_profile, run_workbook
 
 FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
 pytestmark = pytest.mark.timeout(180)
@@ -106,7 +106,8 @@ def test_a_misspelt_parameter_stops_the_run_before_it_starts_and_names_the_key(t
 def test_cli_run_with_a_misspelt_key_exits_2_naming_it(tmp_path):
     params = write_params(tmp_path, gate_value=1, threshhold=1)
     proc = subprocess.run(
-        [sys.executable, "-c", "import sys; from retrieval_lib.cli import main; import retrieval_lib.runner as r; "
+        [sys.executable, "-c", "import sys; from retrieval_lib.cli import main; "
+         "import retrieval_lib.workbook.runner as r; "
          f"r.NOTEBOOK_DIR = __import__('pathlib').Path({str(FIXTURES)!r}); sys.exit(main(sys.argv[1:]))",
          "run", "--params", str(params), "--out", str(tmp_path / "out"), "-q"],
         capture_output=True, text=True, timeout=120,
@@ -160,7 +161,7 @@ def test_interrupted_run_is_marked_and_earlier_runs_stay_intact(tmp_path):
     earlier = run(tmp_path, "01", gate_value=1, threshold=1)
     earlier_summary = (earlier.run_dir / "summary.json").read_text()
     params = write_params(tmp_path, "slow.yaml", gate_value=1, threshold=1, sleep_s=60)
-    code = ("import sys; from retrieval_lib.runner import run_workbook; "
+    code = ("import sys; from retrieval_lib.workbook.runner import run_workbook; "
             f"r = run_workbook({str(params)!r}, notebooks='01,03', out_dir={str(tmp_path / 'out')!r}, "
             f"progress=False, notebook_dir={str(FIXTURES)!r}); sys.exit(r.exit_code)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
@@ -200,7 +201,7 @@ def test_cli_run_with_secret_param_exits_2_with_one_line(tmp_path):
 def test_kernel_is_killed_at_once_only_after_its_notebook_completed(tmp_path, monkeypatch, status, killed):
     from jupyter_client.manager import KernelManager
 
-    from retrieval_lib.runner import _ipc_kernel_manager
+    from retrieval_lib.workbook.runner import _ipc_kernel_manager
 
     metrics = tmp_path / "metrics.json"
     if status:

@@ -13,8 +13,9 @@ from typing import Any
 import pytest
 from corpus import SAMPLE_COLLECTION as COLLECTION  # the session build is conftest's `book` fixture
 
-from retrieval_lib import PAYLOAD_FIELDS, PROJECT_ROOT, Retriever
+from retrieval_lib import Retriever
 from retrieval_lib.checks.golden import load_golden_set, matches
+from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.ingest import (
     DEFAULT_BASE_URL,
     SAMPLE_BOOK,
@@ -23,6 +24,7 @@ from retrieval_lib.ingest import (
     point_id_for,
 )
 from retrieval_lib.ingest.documents import is_stub, read_document
+from retrieval_lib.models import PAYLOAD_FIELDS
 
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(180)]
 

@@ -16,11 +16,12 @@ from corpus import DOCS, make_payload
 from fakes.embedders import FakeEmbedder
 from qdrant_client import models
 
-from retrieval_lib import PAYLOAD_FIELDS, VectorStore
-from retrieval_lib import scan as scanning
+from retrieval_lib import VectorStore
 from retrieval_lib.checks import coverage, health
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.ingest import ingest
+from retrieval_lib.models import PAYLOAD_FIELDS
+from retrieval_lib.stores import scan as scanning
 
 pytestmark = pytest.mark.timeout(60)
 

@@ -9,7 +9,7 @@ from responses import answer, hit
 
 from retrieval_lib.checks import scores
 from retrieval_lib.errors import ValidationError
-from retrieval_lib.report import NotebookReport
+from retrieval_lib.workbook.report import NotebookReport
 
 SEPARATE = "in-domain and out-of-domain separate by score"
 IN_RANGE = "similarity scores within [0, 1]"
@@ -22,9 +22,9 @@ def study(in_domain=None, ood=None, top_k=2) -> scores.ScoreStudy:
     return scores.ScoreStudy(in_domain=in_domain, out_of_domain=ood, top_k=top_k)
 
 
-def record(s, tmp_path, *, score_threshold=0.4, min_separation=0.1):
+def record(s, tmp_path, *, candidate_threshold=0.4, min_separation=0.1):
     report = NotebookReport("02_score_distributions", "t", tmp_path)
-    verdict = scores.record(report, s, score_threshold=score_threshold, min_separation=min_separation)
+    verdict = scores.record(report, s, candidate_threshold=candidate_threshold, min_separation=min_separation)
     return report, {g.name: g for g in report.gates}, verdict
 
 
@@ -41,7 +41,7 @@ def test_separated_sets_pass_every_gate_with_findings_and_metrics(tmp_path):
         "in-domain queries losing every result: none; OOD queries still answered: none")
     assert report.findings == [
         "in-domain top-1 scores run from 0.600 to 0.900 (median 0.750); out-of-domain top-1 scores reach at most 0.200",
-        "at score_threshold 0.4, 2/2 in-domain and 0/1 out-of-domain queries keep at least one result",
+        "at candidate_threshold 0.4, 2/2 in-domain and 0/1 out-of-domain queries keep at least one result",
         "recommended threshold 0.400 (midpoint of the 0.400-wide gap)",
         "1 of 4 in-domain top-2 results score below 0.4: at that threshold those queries keep fewer than 2 chunks",
         "1 of 6 raw cosine scores were negative (clipped to 0)",
@@ -65,11 +65,11 @@ def test_overlapping_sets_fail_separation_and_get_no_recommendation(tmp_path):
 
 
 def test_a_threshold_that_loses_or_admits_queries_fails_and_hints_at_the_gap(tmp_path):
-    _, gates, verdict = record(study(), tmp_path, score_threshold=0.65)
+    _, gates, verdict = record(study(), tmp_path, candidate_threshold=0.65)
     lost = gates["threshold 0.65 keeps every in-domain query and rejects every OOD query"]
     assert not lost.passed and verdict.in_domain_lost == ["b"] and "losing every result: 'b'" in lost.detail
-    assert lost.hint.startswith("set `score_threshold` to 0.400") and lost.parameter == "score_threshold"
-    _, gates, verdict = record(study(), tmp_path, score_threshold=0.1)
+    assert lost.hint.startswith("set `candidate_threshold` to 0.400") and lost.parameter == "candidate_threshold"
+    _, gates, verdict = record(study(), tmp_path, candidate_threshold=0.1)
     assert not gates["threshold 0.1 keeps every in-domain query and rejects every OOD query"].passed
     assert verdict.ood_admitted == ["x"]
 
@@ -128,7 +128,7 @@ def test_figures_mark_the_threshold_and_the_gap():
     s = study()
     hist = scores.histogram_figure(s, 0.4)
     assert [ax.get_title() for ax in hist.axes] == ["top-1 score per query", "all top-2 scores"]
-    assert all("score_threshold = 0.4" in [t.get_text() for t in ax.get_legend().get_texts()] for ax in hist.axes)
+    assert all("candidate_threshold = 0.4" in [t.get_text() for t in ax.get_legend().get_texts()] for ax in hist.axes)
     curves = scores.tradeoff_figure(s, 0.4)
     labels = [t.get_text() for t in curves.axes[0].get_legend().get_texts()]
     assert "gap between the sets" in labels and "recommended = 0.400" in labels

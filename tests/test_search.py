@@ -15,17 +15,11 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from qdrant_client import models
 
-from retrieval_lib import (
-    MAX_TOP_K,
-    PAYLOAD_FIELDS,
-    CollectionNotFoundError,
-    ModelMismatchError,
-    Retriever,
-    SearchResponse,
-    ValidationError,
-    VectorStore,
-)
-from retrieval_lib.search import same_ranking, validate_params, validate_query
+from retrieval_lib import Retriever, SearchResponse, VectorStore
+from retrieval_lib.errors import CollectionNotFoundError, ModelMismatchError, ValidationError
+from retrieval_lib.models import PAYLOAD_FIELDS
+from retrieval_lib.search import MAX_TOP_K, same_ranking, validate_params, validate_query
+from retrieval_lib.stores import collection_stats
 
 COLLECTION = "book"
 
@@ -418,9 +412,11 @@ def test_points_lacking_payload_fields_come_back_with_the_gaps_listed(embedder, 
     assert [r.point_id for r in response.results] == ["1", "2"]
     gap = response.results[0]
     assert gap.content == pizza["content"] and gap.source_url is None
-    assert set(gap.missing_fields) == set(PAYLOAD_FIELDS) - {"content", "source_file", "model_version"}
+    # the chunk id falls back to the point id, which every point has
+    assert set(gap.missing_fields) == set(PAYLOAD_FIELDS) - {"content", "source_file", "model_version", "chunk_id"}
+    assert gap.chunk_id == "1"
     assert response.results[1].missing_fields == []
-    assert any("source_url" in w and "chunk_id" in w for w in response.warnings)
+    assert any("source_url" in w and "section_title" in w for w in response.warnings)
 
 
 def test_search_works_on_an_embedded_folder_store(tmp_path, embedder, fill, book_docs):
@@ -429,4 +425,4 @@ def test_search_works_on_an_embedded_folder_store(tmp_path, embedder, fill, book
     with VectorStore.at_path(tmp_path / "store") as store:  # reopened: the data persisted
         response = Retriever(store, embedder, COLLECTION).search("pizza dough", top_k=2)
         assert response.results[0].source_file == "appendices/e-recipes.md"
-        assert store.stats(COLLECTION).vector_count == len(book_docs)
+        assert collection_stats(store, COLLECTION).vector_count == len(book_docs)

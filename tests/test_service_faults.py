@@ -20,8 +20,10 @@ from service_fixtures import (  # noqa: F401
     sqlite_db,
 )
 
-from retrieval_lib import CohereEmbedder, Retriever, VectorStore, load_settings
+from retrieval_lib import Retriever, load_settings
+from retrieval_lib.embedding import CohereEmbedder
 from retrieval_lib.service import MetadataDB
+from retrieval_lib.stores import open_store
 
 pytestmark = pytest.mark.usefixtures("no_proxies")
 
@@ -39,7 +41,7 @@ def _error(response, status: int) -> dict:
 
 def _unreachable_store(url: str) -> Retriever:
     settings = load_settings(env={"QDRANT_URL": url, "QDRANT_TIMEOUT": "1"})
-    return Retriever(VectorStore.open(settings), BagOfWordsEmbedder(), "book")
+    return Retriever(open_store(settings), BagOfWordsEmbedder(), "book")
 
 
 @pytest.mark.parametrize("kind", ["refused", "silent"])

@@ -8,7 +8,7 @@ from corpus import make_payload
 from service_fixtures import COLLECTION, SERVICE_DOCS, postgres, small_retriever  # noqa: F401
 
 from retrieval_lib.service.errors import DatabaseUnavailableError
-from retrieval_lib.service.metadata import (
+from retrieval_lib.stores.metadata import (
     ROW_FIELDS,
     SEED003_DOCUMENTS,
     MetadataDB,
@@ -132,7 +132,8 @@ def test_an_unreachable_postgresql_is_database_unavailable_without_the_password(
 
 
 def test_database_url_is_read_once_and_shown_redacted(tmp_path):
-    from retrieval_lib import ConfigurationError, load_settings
+    from retrieval_lib import load_settings
+    from retrieval_lib.errors import ConfigurationError
 
     settings = load_settings(env={"DATABASE_URL": "postgresql://app:s3cret@db.example:5432/rag"})
     assert settings.database_url == "postgresql://app:s3cret@db.example:5432/rag"

@@ -20,11 +20,11 @@ from fakes.proxies import direct_env
 from fakes.tcp import closed_port
 
 from retrieval_lib import VectorStore
+from retrieval_lib.checks.api.target import ServiceProcess
 from retrieval_lib.config import PROJECT_ROOT
-from retrieval_lib.service.metadata import MetadataDB
 from retrieval_lib.service.querylog import LOG_FIELDS
 from retrieval_lib.service.schemas import RESULT_FIELDS
-from retrieval_lib.service.server import ServiceProcess
+from retrieval_lib.stores.metadata import MetadataDB
 
 QUERY = "What is ROS2?"
 SECRET = "sk-live-NEVER-LOGGED-77"

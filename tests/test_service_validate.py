@@ -11,11 +11,11 @@ from fastapi.responses import JSONResponse
 from service_fixtures import SERVICE_DOCS, serving, small_retriever, sqlite_db
 
 from retrieval_lib import load_settings
-from retrieval_lib.report import NotebookReport
+from retrieval_lib.checks.api import consistency as meta_check
+from retrieval_lib.checks.api.client import ApiClient, error_view, health_dependencies, ranking_of
+from retrieval_lib.checks.api.validate import record, validate_service
 from retrieval_lib.service import ServiceOptions, create_app
-from retrieval_lib.service import consistency as meta_check
-from retrieval_lib.service.client import ApiClient, error_view, health_dependencies, ranking_of
-from retrieval_lib.service.validate import record, validate_service
+from retrieval_lib.workbook.report import NotebookReport
 
 pytestmark = pytest.mark.usefixtures("no_proxies")
 
@@ -162,8 +162,8 @@ def test_options_reach_the_app(tmp_path):
 
 
 def test_an_api_target_by_url_is_not_ours_and_bad_urls_or_stores_are_configuration_errors(tmp_path):
-    from retrieval_lib import ConfigurationError
-    from retrieval_lib.service.server import ApiTarget
+    from retrieval_lib.checks.api.target import ApiTarget
+    from retrieval_lib.errors import ConfigurationError
 
     target = ApiTarget.open("http://127.0.0.1:9", load_settings(env={}))
     assert not target.own and target.startup_seconds is None and "api_url" in target.describe()

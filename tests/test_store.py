@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from qdrant_client import models
 
-from retrieval_lib import VectorStore
+from retrieval_lib.stores import VectorStore, collection_stats
 
 
 def fill(store: VectorStore, n: int, files: int) -> None:
@@ -17,7 +17,7 @@ def fill(store: VectorStore, n: int, files: int) -> None:
 def test_stats_count_points_files_and_dimensions_and_say_what_is_unreported(tmp_path):
     with VectorStore.at_path(tmp_path / "s") as store:
         fill(store, 25, files=7)
-        stats = store.stats("c")
+        stats = collection_stats(store, "c")
     assert (stats.vector_count, stats.points_count, stats.source_files) == (25, 25, 7)
     assert (stats.dimensions, stats.distance) == (4, "Cosine")
     assert stats.disk_data_size_bytes and stats.disk_data_size_bytes > 0  # the folder on disk
@@ -28,9 +28,9 @@ def test_stats_count_points_files_and_dimensions_and_say_what_is_unreported(tmp_
 def test_stats_warn_about_empty_and_tiny_collections():
     with VectorStore.in_memory() as store:
         fill(store, 0, files=1)
-        empty = store.stats("c")
+        empty = collection_stats(store, "c")
         store.upsert("c", [models.PointStruct(id=1, vector=[1, 0, 0, 0], payload={"source_file": "a.md"})])
-        tiny = store.stats("c")
+        tiny = collection_stats(store, "c")
     assert empty.vector_count == 0 and empty.source_files == 0
     assert any("empty" in w for w in empty.warnings)
     assert tiny.vector_count == 1 and any("only 1 points" in w for w in tiny.warnings)

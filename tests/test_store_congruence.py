@@ -15,12 +15,12 @@ import pytest
 from fakes.embedders import FakeEmbedder, hashed_bag_of_words
 from qdrant_client import models
 
-from retrieval_lib import VectorStore
 from retrieval_lib.config import load_settings
 from retrieval_lib.errors import CollectionNotFoundError, ConfigurationError, StoreLockedError, ValidationError
 from retrieval_lib.ingest.pipeline import SAMPLE_BOOK, ingest
 from retrieval_lib.search import SCORE_TOLERANCE, Retriever, same_ranking
-from retrieval_lib.store_edge import EdgeStore, edge_filter
+from retrieval_lib.stores import VectorStore, collection_stats, open_store
+from retrieval_lib.stores.edge import EdgeStore, edge_filter
 
 pytest.importorskip("qdrant_edge")
 
@@ -113,7 +113,7 @@ def _same_points(x, y):
 def test_facets_and_stats_agree(engines):
     for key in ("source_file", "model_version", "section_title"):
         assert engines["local"].distinct_values(COLLECTION, key) == engines["edge"].distinct_values(COLLECTION, key)
-    local, edge = (engines[n].stats(COLLECTION) for n in ("local", "edge"))
+    local, edge = (collection_stats(engines[n], COLLECTION) for n in ("local", "edge"))
     same = ("vector_count", "points_count", "dimensions", "distance", "source_files", "models",
             "points_per_source_file")
     assert {f: getattr(local, f) for f in same} == {f: getattr(edge, f) for f in same}
@@ -185,7 +185,7 @@ def test_a_second_process_is_told_the_edge_folder_is_locked(tmp_path):
     folder = tmp_path / ".qdrant"
     with EdgeStore.at_path(folder) as store:
         store.create_collection("c", 4)
-        code = ("import sys\nfrom retrieval_lib.store_edge import EdgeStore\nfrom retrieval_lib.errors import "
+        code = ("import sys\nfrom retrieval_lib.stores.edge import EdgeStore\nfrom retrieval_lib.errors import "
                 "StoreLockedError\ntry:\n    EdgeStore.at_path(sys.argv[1])\nexcept StoreLockedError as e:\n"
                 "    print('LOCKED', e)\n")
         out = subprocess.run([sys.executable, "-c", code, str(folder)], capture_output=True, text=True, timeout=60)
@@ -196,7 +196,7 @@ def test_a_second_process_is_told_the_edge_folder_is_locked(tmp_path):
 def test_qdrant_engine_setting_selects_edge_and_refuses_bad_values(tmp_path):
     settings = load_settings({"QDRANT_ENGINE": "Edge", "QDRANT_PATH": str(tmp_path / ".qdrant")}, dotenv_path=None)
     assert settings.qdrant_engine == "edge"
-    with VectorStore.open(settings) as store:
+    with open_store(settings) as store:
         assert isinstance(store, EdgeStore) and store.kind == "edge"
         with pytest.raises(CollectionNotFoundError, match="QDRANT_ENGINE=edge"):
             store.count("physicalai")

@@ -30,7 +30,7 @@ from retrieval_lib.errors import (
     StoreUnavailableError,
 )
 from retrieval_lib.search import Retriever
-from retrieval_lib.store import VectorStore
+from retrieval_lib.stores import VectorStore, collection_stats, open_store
 
 QDRANT_KEY = "qd-TEST-KEY-77ab"
 PROJECT = Path(__file__).resolve().parent.parent
@@ -51,14 +51,14 @@ def assert_mentions_what_to_do(err: RetrievalError) -> None:
 
 @pytest.mark.timeout(30)
 def test_closed_port_search_is_store_unavailable_naming_the_url():
-    from retrieval_lib.embedders import Embedder
+    from retrieval_lib.embedding.providers import Embedder
 
     port = closed_port()
     url = f"http://127.0.0.1:{port}"
     settings = server_settings(url)
     embedder = FakeEmbedder.tiny()
     assert isinstance(embedder, Embedder)
-    with Retriever(VectorStore.open(settings), embedder, settings.collection_name) as retriever:
+    with Retriever(open_store(settings), embedder, settings.collection_name) as retriever:
         t0 = time.monotonic()
         with pytest.raises(StoreUnavailableError) as ei:
             retriever.search("what is ROS 2?")
@@ -80,7 +80,7 @@ def test_closed_port_search_is_store_unavailable_naming_the_url():
 def test_blackhole_times_out_quickly_with_a_typed_error(operation):
     with BlackholeServer() as bh:
         settings = server_settings(bh.url)
-        store = VectorStore.open(settings)
+        store = open_store(settings)
         retriever = Retriever(store, FakeEmbedder.tiny(), settings.collection_name)
         calls = {
             "list_collections": store.list_collections,
@@ -140,7 +140,7 @@ def test_qdrant_api_key_never_appears_in_errors_or_settings():
     for text in (repr(settings), str(settings), json.dumps(settings.describe()), str(settings.qdrant_api_key)):
         assert QDRANT_KEY not in text
     assert settings.describe()["qdrant_api_key"] == "set"
-    store = VectorStore.open(settings)
+    store = open_store(settings)
     try:
         with pytest.raises(StoreUnavailableError) as ei:
             store.list_collections()
@@ -163,7 +163,7 @@ def test_qdrant_api_key_never_appears_in_errors_or_settings():
     thread.start()
     try:
         settings3 = server_settings(f"http://127.0.0.1:{server.server_address[1]}", QDRANT_API_KEY=QDRANT_KEY)
-        with VectorStore.open(settings3) as store3:
+        with open_store(settings3) as store3:
             with pytest.raises(ConfigurationError) as ei3:
                 store3.list_collections()
     finally:
@@ -214,7 +214,7 @@ def test_missing_collection_in_memory_lists_the_existing_ones():
 def test_missing_collection_in_an_embedded_folder(tmp_path):
     with VectorStore.at_path(tmp_path / "store") as store:
         _make_collections(store, ["physicalai"])
-        for call in (lambda: store.count("nope"), lambda: store.info("nope"), lambda: store.stats("nope")):
+        for call in (lambda: store.count("nope"), lambda: store.info("nope"), lambda: collection_stats(store, "nope")):
             with pytest.raises(CollectionNotFoundError) as ei:
                 call()
             assert ei.value.available == ["physicalai"]
@@ -232,7 +232,7 @@ def test_missing_collection_in_an_embedded_folder(tmp_path):
 
 _HOLDER = """
 import sys, time
-from retrieval_lib.store import VectorStore
+from retrieval_lib.stores.qdrant import VectorStore
 store = VectorStore.at_path(sys.argv[1])
 print("READY", flush=True)
 time.sleep(30)

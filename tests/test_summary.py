@@ -6,8 +6,8 @@ import math
 
 import pytest
 
-from retrieval_lib.index_page import render_index
-from retrieval_lib.summary import embedding_text, format_value, gate_hint, rule_text, terminal_lines, verdict
+from retrieval_lib.workbook.index_page import render_index
+from retrieval_lib.workbook.summary import embedding_text, format_value, gate_hint, rule_text, terminal_lines, verdict
 
 
 def gate(name, passed, value=None, threshold=None, *, notebook="02_score_distributions", **extra):
@@ -41,7 +41,7 @@ def summary(gates, outcomes=None, **extra):
 
 
 FAILING = [
-    gate("threshold 0.5 keeps every in-domain query", False, 0.416, 0.5, rule=">=", parameter="score_threshold",
+    gate("threshold 0.5 keeps every in-domain query", False, 0.416, 0.5, rule=">=", parameter="candidate_threshold",
          detail="3 in-domain queries fall below 0.5 (lowest 0.416)"),
     gate("at least 4 golden queries pass", False, 0, 4, rule=">=", unit="queries", notebook="05_golden_set",
          parameter="golden_set", detail="0 < 4"),
@@ -89,16 +89,16 @@ def test_passing_errored_and_interrupted_runs_have_their_own_verdict():
 
 @pytest.mark.parametrize("g, expected", [
     (gate("p95 within target", False, 1800.0, 1500, rule="<=", unit="ms", parameter="latency_p95_target_ms"),
-     "measured 1800 ms where `latency_p95_target_ms` asks for at most 1,500 ms: fix the collection (README, "
+     "measured 1800 ms where `latency_p95_target_ms` asks for at most 1,500 ms: fix the collection (docs/gates.md, "
      "\"When a gate fails\"), or, if 1800 ms is acceptable, raise `latency_p95_target_ms` to 1800 in demo.yaml"),
     (gate("share reachable", False, 0.9667, 1.0, rule=">=", parameter="min_reachable_share"),
-     "measured 0.9667 where `min_reachable_share` asks for at least 1: fix the collection (README, \"When a gate "
-     "fails\"), or, if 0.9667 is acceptable, lower `min_reachable_share` to 0.9667 in demo.yaml"),
+     "measured 0.9667 where `min_reachable_share` asks for at least 1: fix the collection (docs/gates.md, "
+     "\"When a gate fails\"), or, if 0.9667 is acceptable, lower `min_reachable_share` to 0.9667 in demo.yaml"),
     (gate("dimension matches", False, 1024, 384, rule="==", parameter="expected_dimension"),
-     "measured 1,024 where `expected_dimension` asks for exactly 384: fix the collection (README, \"When a gate "
-     "fails\"), or, if 1,024 is acceptable, set `expected_dimension` to 1,024 in demo.yaml"),
+     "measured 1,024 where `expected_dimension` asks for exactly 384: fix the collection (docs/gates.md, "
+     "\"When a gate fails\"), or, if 1,024 is acceptable, set `expected_dimension` to 1,024 in demo.yaml"),
     (gate("no duplicates", False, 3, 0, rule="<=", parameter=None),
-     "see README, \"When a gate fails\", for what this gate means and what usually causes it"),
+     "see docs/gates.md, \"When a gate fails\", for what this gate means and what usually causes it"),
     (gate("golden min_score", False, 0, 4, rule=">=", parameter="golden_set",
           hint="min_score 0.95 is above every golden hit (highest 0.815): lower `min_score` in your golden set"),
      "min_score 0.95 is above every golden hit (highest 0.815): lower `min_score` in your golden set"),
@@ -126,7 +126,7 @@ def test_the_report_header_names_what_was_validated_and_failures_come_first():
     assert page.index("Needs attention") < page.index("<h2>Gates</h2>")
     rows = page.split("<h2>Gates</h2>")[1]
     assert rows.index("at least 4 golden") < rows.index("scores in [0, 1]")  # failed rows before passed ones
-    assert "lower `score_threshold` to 0.416" in page.replace("&#x27;", "'").replace("&quot;", '"')
+    assert "lower `candidate_threshold` to 0.416" in page.replace("&#x27;", "'").replace("&quot;", '"')
     assert "2.3 MiB" in page and "{'" not in page and "True" not in page
 
 
@@ -139,7 +139,7 @@ def test_an_errored_notebook_is_said_in_the_header_and_its_card_has_a_title():
 
 
 def test_specification_codes_are_explained_once_in_a_glossary():
-    from retrieval_lib.specs import GLOSSARY, codes_in, explain
+    from retrieval_lib.workbook.specs import GLOSSARY, codes_in, explain
 
     s = summary([gate("g", True, 1, 1, rule=">=")])
     s["outcomes"][0]["specification"] = ["seed 000 SC-003", "seed 000 SC-007"]
@@ -155,7 +155,7 @@ def test_specification_codes_are_explained_once_in_a_glossary():
 
 
 def test_metrics_carry_units_and_definitions_from_the_glossary():
-    from retrieval_lib.glossary import definition_of, unit_of
+    from retrieval_lib.workbook.glossary import definition_of, unit_of
 
     assert unit_of("call_ms_p95") == "ms" and "95 percentile" in definition_of("call_ms_p95").replace("p95", "95")
     assert unit_of("disk_data_size_bytes") == "bytes" and unit_of("reachable_share") == "share"

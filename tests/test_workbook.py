@@ -73,7 +73,7 @@ def run_compare(baseline: Path, candidate: Path) -> subprocess.CompletedProcess:
 
 def test_ci_recipe_compare_against_the_committed_baseline_passes_and_catches_a_removed_module(store_copy, tmp_path):
     # the README's recipe "fail the build when retrieval regresses", on the sample book
-    from retrieval_lib.store import VectorStore
+    from retrieval_lib.stores.qdrant import VectorStore
 
     baseline = PROJECT_ROOT / "params" / "baselines" / "sample_book"
     demo = PROJECT_ROOT / "params" / "demo.yaml"

@@ -1,32 +1,52 @@
-"""Checks: one module per question a notebook asks of a collection.
+"""Checks: one module per question a notebook asks of a collection (or of a service).
 
-=============== ==============================================================
-``query``       does a question bring back ranked chunks with full metadata; are top_k and threshold honoured
-``scores``      where do in-domain and out-of-domain top-1 scores fall; which threshold separates them
-``coverage``    can every source file be reached by a query; do topic queries land in their module
-``consistency`` does the same query always return the same ranking
-``golden``      do the golden queries find their pages, and do the negatives stay below the bar
-``latency``     how fast is one search, p50/p95, sequential and concurrent
-``health``      is every point's metadata complete, unique and from one model
-=============== ==============================================================
+Every check has the same two steps: a ``measure``-like function that reads the collection (or the service)
+and returns a result object, and ``record(report, result, ...)``, which turns it into gates, findings, metrics
+and figures on a :class:`~retrieval_lib.workbook.NotebookReport`. The registry
+(:mod:`retrieval_lib.workbook.registry`) says which notebook calls which module.
 
-Notebook 10: ``reachability`` (which chunks no other chunk retrieves, which crowd every answer), ``offtopic``
-(which source files are far from the rest of the collection) and ``reach_report`` (its tables, figures and gates).
+===================== ===================================================================================
+``query``             does a question bring back ranked chunks with full metadata; are top_k and the
+                      similarity threshold honoured (01)
+``scores``            where do in-domain and out-of-domain top-1 scores fall (02); ``thresholds``: which
+                      threshold separates them
+``coverage``          can every source file be reached by a query; do topic queries land in their module (03)
+``consistency``       does the same query always return the same ranking (04); ``languages``: do questions in
+                      other languages find what their English originals find
+``golden``            do the golden queries find their pages, and do the negatives stay below the bar (05)
+``latency``           how fast is one search, p50/p95, sequential and concurrent (06)
+``health``            is every point's metadata complete, unique and from one model (07)
+``api``               does a seed-003 retrieval API behave as its specification says (08; a sub-package)
+``contract``          do the stored vectors still match what the configured embedder makes of their text (09);
+                      ``contract_sample`` picks the points, ``contract_diagnosis`` names the cause
+``reachability``      which chunks no other chunk retrieves, which crowd every answer (10); ``offtopic``:
+                      which files are far from the rest; ``reach_report``: its tables, figures and gates
+``ann``               does the HNSW index return what exact search would (11)
+``chunks``            can the model read every chunk, and do fragments win (12)
+``judged``            are the top results relevant, as a person judged them (13)
+``compare``           did retrieval get worse than a baseline run (14); ``compare_stats``: the paired tests;
+                      ``compare_views``: its tables, figures and record
+===================== ===================================================================================
 
-Notebook 09: ``contract`` (do the stored vectors still match what the configured embedder makes of their text;
-``contract_sample`` picks the points, ``contract_diagnosis`` names the cause). Notebook 04 also uses ``languages``
-(do questions in other languages find what their English originals find).
-
-Checks use the core (:mod:`retrieval_lib.search`, :mod:`retrieval_lib.store`, ...); the core never
-imports a check. Notebooks import them as ``from retrieval_lib.checks import coverage``.
+Checks use the layers below them (search, stores, embedding, workbook, judging); nothing below imports a
+check. Notebooks import them as ``from retrieval_lib.checks import coverage``.
 """
 
-from . import (
+from retrieval_lib.checks import (
+    ann,
+    api,
+    chunks,
+    compare,
+    compare_stats,
+    compare_views,
     consistency,
     contract,
+    contract_diagnosis,
+    contract_sample,
     coverage,
     golden,
     health,
+    judged,
     languages,
     latency,
     offtopic,
@@ -34,7 +54,9 @@ from . import (
     reach_report,
     reachability,
     scores,
+    thresholds,
 )
 
-__all__ = ["consistency", "coverage", "golden", "health", "latency", "query", "scores",
-           "offtopic", "reach_report", "reachability", "contract", "languages"]
+__all__ = ["ann", "api", "chunks", "compare", "compare_stats", "compare_views", "consistency", "contract",
+           "contract_diagnosis", "contract_sample", "coverage", "golden", "health", "judged", "languages", "latency",
+           "offtopic", "query", "reach_report", "reachability", "scores", "thresholds"]

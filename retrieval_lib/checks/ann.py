@@ -8,7 +8,7 @@ P5 (:func:`retrieval_lib.percentile.percentile`), over the whole collection and
 again for each top-level source prefix with the filter applied, where filtered
 HNSW search is known to lose recall (qdrant/qdrant #7147, #5606, #10547).
 
-Whether the comparison can differ is checked first (:class:`~retrieval_lib.stats.IndexInfo`):
+Whether the comparison can differ is checked first (:class:`~retrieval_lib.stores.stats.IndexInfo`):
 
 - qdrant-client local mode has no index: "not applicable, local mode searches exactly", and no gate;
 - an engine whose index is not built (a collection below the indexing threshold)
@@ -23,11 +23,11 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ValidationError
-from ..percentile import percentile
-from ..report import NotebookReport
-from ..stats import IndexInfo, exactness
-from ..store import VectorStore
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.percentile import percentile
+from retrieval_lib.stores import ReadableStore
+from retrieval_lib.stores.base import IndexInfo, exactness
+from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["SliceRecall", "AnnStudy", "measure", "record", "slices_frame", "recall_figure",
            "DEFAULT_MIN_RECALL", "DEFAULT_MIN_RECALL_P5", "ROOT_SLICE"]
@@ -90,7 +90,7 @@ def _check(name: str, value: Any, minimum: int) -> int:
     return value
 
 
-def _recalls(store: VectorStore, collection: str, vectors: list[Any], top_k: int, hnsw_ef: int | None,
+def _recalls(store: ReadableStore, collection: str, vectors: list[Any], top_k: int, hnsw_ef: int | None,
              query_filter: Any = None) -> tuple[float, ...]:
     ann = store.query_batch(collection, vectors, limit=top_k, hnsw_ef=hnsw_ef, query_filter=query_filter,
                             with_payload=False)
@@ -109,7 +109,7 @@ def prefix_of(source_file: str) -> str:
     return source_file.split("/", 1)[0] + "/" if "/" in source_file else ROOT_SLICE
 
 
-def measure(store: VectorStore, collection: str, *, top_k: int = 10, queries: int = 200, slice_queries: int = 50,
+def measure(store: ReadableStore, collection: str, *, top_k: int = 10, queries: int = 200, slice_queries: int = 50,
             hnsw_ef: int | None = None, seed: int = 0) -> AnnStudy:
     """Recall@k of ANN against exact search, overall and per top-level source prefix.
 
@@ -182,7 +182,7 @@ def slices_frame(study: AnnStudy, *, decimals: int = 3) -> Any:
 
 def recall_figure(study: AnnStudy, *, min_recall: float) -> Any:
     """Mean recall@k per slice (full-scan slices grey), with the gate's minimum marked."""
-    from ..plots import horizontal_bars
+    from retrieval_lib.workbook.plots import horizontal_bars
 
     rows = [s for s in study.slices if s.recalls]
     colours = ["lightgrey" if s.searches_exactly else ("tab:green" if (s.mean or 0) >= min_recall else "tab:red")

@@ -9,7 +9,7 @@ content``, plus the model's special tokens (:data:`SPECIAL_TOKENS`):
   estimate, ``max(ceil(words x 1.3), ceil(chars / 3))``. Measured on the sample book against MiniLM's
   wordpieces (a BERT-style subword tokenizer standing in for Cohere's), the
   estimate is within the error :func:`approximation_error` reports; say so when
-  judging a Cohere collection (see the README).
+  judging a Cohere collection (see docs/notebooks.md, "Chunk quality").
 
 Definitions (a chunk is one stored point):
 
@@ -33,12 +33,12 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ValidationError
+from retrieval_lib.errors import ValidationError
 
 if TYPE_CHECKING:
-    from ..report import NotebookReport
-    from ..search import Retriever
-    from ..store import VectorStore
+    from retrieval_lib.search import Retriever
+    from retrieval_lib.stores import ReadableStore
+    from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["SPECIAL_TOKENS", "ChunkLength", "ChunkStudy", "FragmentWin", "scan_chunks", "measure_chunks",
            "fragment_wins", "study_queries", "approximation_error", "past_window_frame",
@@ -110,7 +110,7 @@ class FragmentWin:
         return self.best_full_id is not None
 
 
-def scan_chunks(store: VectorStore, collection: str) -> list[dict[str, Any]]:
+def scan_chunks(store: ReadableStore, collection: str) -> list[dict[str, Any]]:
     """Every point's payload fields the check reads, in one pass of large pages."""
     fields = ["chunk_id", "source_file", "title", "section_title", "content"]
     return [dict(p.payload or {}, _id=str(p.id))
@@ -178,8 +178,8 @@ def fragment_wins(retriever: Retriever, queries: Sequence[str], study: ChunkStud
 def study_queries(retriever: Retriever, golden_set: str, headings_per_file: int,
                   queries: Sequence[str] | None = ()) -> list[str]:
     """The golden and extra queries, 03's heading queries and the demo ``queries``, each once, in that order."""
-    from ..params import load_golden_set
-    from .coverage import build_queries, scan_sources
+    from retrieval_lib.checks.coverage import build_queries, scan_sources
+    from retrieval_lib.params import load_golden_set
 
     golden = load_golden_set(golden_set)
     sources = scan_sources(retriever.store, retriever.collection)
@@ -233,7 +233,7 @@ def record(report: NotebookReport, study: ChunkStudy, answered: int, wins: Seque
            max_unseen_share: float, max_fragment_share: float, max_fragment_win_rate: float,
            show: bool = True) -> None:
     """Notebook 12's gates, metrics, findings, length histogram and tables."""
-    from ..plots import count_histogram
+    from retrieval_lib.workbook.plots import count_histogram
 
     unseen, frag_share = study.unseen_text_share, study.fragment_share
     displaced = [w for w in wins if w.displaced]

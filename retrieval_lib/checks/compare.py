@@ -1,6 +1,6 @@
 """Did retrieval get worse? Two runs compared query by query, with statistics (issue 14).
 
-Each run folder keeps its notebooks' run files (:mod:`retrieval_lib.runfiles`) and ``metrics/*.json``.
+Each run folder keeps its notebooks' run files (:mod:`retrieval_lib.workbook.runfiles`) and ``metrics/*.json``.
 :func:`compare_runs` lines two of them up, notebook by notebook:
 
 - per metric (ranx names: ``ndcg@5``, ``mrr``, ``hit_rate@5`` ...) over the judged queries, judged with the
@@ -26,18 +26,19 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from ..config import PROJECT_ROOT
-from ..errors import ConfigurationError, RunsNotComparableError, ValidationError
-from ..runfiles import RUNS_FOLDER, RunFile, read_runs
-from . import compare_stats as st
-from .consistency import jaccard, rbo
+import retrieval_lib.checks.compare_stats as st
+from retrieval_lib.checks.consistency import jaccard, rbo
+from retrieval_lib.config import PROJECT_ROOT
+from retrieval_lib.errors import ConfigurationError, RunsNotComparableError, ValidationError
+from retrieval_lib.workbook.registry import notebook_spec
+from retrieval_lib.workbook.runfiles import RUNS_FOLDER, RunFile, read_runs
 
 __all__ = ["DEFAULT_METRICS", "RunInfo", "MetricDelta", "QueryChange", "GateChange", "Comparison", "load_run",
-           "find_baseline", "compare_runs", "record", "record_nothing", "for_notebook", "SELF"]
+           "find_baseline", "compare_runs", "SELF"]
 
 DEFAULT_METRICS = ("ndcg@5", "mrr", "hit_rate@5")
 #: This check's own notebook: its gates are never compared.
-SELF = "14_compare"
+SELF = notebook_spec("compare").stem
 
 
 @dataclass
@@ -48,7 +49,7 @@ class RunInfo:
     profile: str | None
     status: str | None
     runs: dict[str, RunFile]
-    gates: dict[tuple[str, str], bool]
+    gates: dict[tuple[str, str], bool | None]
 
     @property
     def name(self) -> str:
@@ -74,11 +75,11 @@ def load_run(path: str | os.PathLike[str]) -> RunInfo:
     summary: dict[str, Any] = {}
     if (folder / "summary.json").is_file():
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    gates: dict[tuple[str, str], bool] = {}
+    gates: dict[tuple[str, str], bool | None] = {}
     for m in sorted((folder / "metrics").glob("*.json")):
         data = json.loads(m.read_text(encoding="utf-8"))
         if data.get("notebook") != SELF:
-            gates.update({(data.get("notebook", m.stem), g["name"]): bool(g["passed"]) for g in data.get("gates", [])})
+            gates.update({(data.get("notebook", m.stem), g["name"]): g["passed"] for g in data.get("gates", [])})
     return RunInfo(path=folder, profile=summary.get("profile"), status=summary.get("status"),
                    runs=read_runs(folder), gates=gates)
 
@@ -331,7 +332,7 @@ def compare_runs(baseline: str | os.PathLike[str] | RunInfo, candidate: str | os
     gates = [GateChange(nb, g, b.gates.get((nb, g)), c.gates.get((nb, g))) for nb, g in gate_names
              if b.gates.get((nb, g)) != c.gates.get((nb, g))]
     shifts = []
-    scores_nb = "02_score_distributions"
+    scores_nb = notebook_spec("score_distributions").stem
     if scores_nb in common:
         for kind in ("in_domain", "out_of_domain"):
             top_b = [t for q in b.runs[scores_nb].of_kind(kind) if (t := b.runs[scores_nb].top1(q)) is not None]
@@ -340,46 +341,3 @@ def compare_runs(baseline: str | os.PathLike[str] | RunInfo, candidate: str | os
     else:
         notes.append("no score-distribution run file (02) in both runs: no KS test of top-1 scores")
     return Comparison(b, c, alpha, min_effect, test, deltas, changes, gates, shifts, settings, notes)
-
-
-def record(report: Any, comparison: Comparison) -> None:
-    """Record notebook 14's gate (no significant regression), findings and metrics."""
-    from .compare_views import record_findings
-
-    cmp = comparison
-    worst = [f"{cmp.text(m.notebook, q)!r}" for m in cmp.regressions for q, _ in m.worst()]
-    report.gate("no metric significantly worse than the baseline", not cmp.regressions,
-                value=len(cmp.regressions), threshold=0, rule="==", unit="metrics", parameter="min_effect",
-                hint=(f"retrieval got worse than {cmp.baseline.name} on {', '.join(dict.fromkeys(worst))}: read "
-                      "their rankings side by side in the changed-queries table; if the change is intended, make "
-                      "this run the new baseline"),
-                detail=cmp.verdict())
-    record_findings(report, cmp)
-
-
-def record_nothing(report: Any, reason: str) -> None:
-    """Record that there was nothing to compare with (not an error): one finding, no gate."""
-    report.finding(f"nothing to compare with: {reason}")
-    report.metric("baseline_run", None)
-
-
-def for_notebook(report: Any, baseline_run: str = "", candidate_run: str = "", *, alpha: float = 0.05,
-                 min_effect: float = 0.02) -> Comparison | None:
-    """Notebook 14's one call: resolve the runs, compare, record; None when there is nothing to compare with.
-
-    ``candidate_run`` empty means this run (``report.run_dir``); ``baseline_run`` empty means
-    :func:`find_baseline`. Runs that asked different query sets are recorded as a finding (not comparable),
-    not raised: a grown golden set must not fail the run.
-    """
-    candidate = candidate_run or str(report.run_dir)
-    baseline = baseline_run or find_baseline(candidate)
-    if baseline is None:
-        record_nothing(report, f"no complete earlier run with run files beside {Path(candidate).name}")
-        return None
-    try:
-        cmp = compare_runs(baseline, candidate, alpha=alpha, min_effect=min_effect)
-    except RunsNotComparableError as err:
-        record_nothing(report, f"{Path(baseline).name} is not comparable: {err.message}")
-        return None
-    record(report, cmp)
-    return cmp

@@ -19,7 +19,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from ..errors import ValidationError
+from retrieval_lib.errors import ValidationError
 
 __all__ = ["TESTS", "evaluate_per_query", "paired_p_values", "bootstrap_interval", "detectable_effect",
            "queries_needed", "KsShift", "ks_shift", "page_run", "sufficiency_sentence", "FALLBACK_SD"]

@@ -3,12 +3,15 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
-from .compare import Comparison, MetricDelta
+from retrieval_lib.checks.compare import Comparison, MetricDelta, compare_runs, find_baseline
+from retrieval_lib.errors import RunsNotComparableError
+from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["record_findings", "metrics_frame", "changed_queries_frame", "side_by_side", "worse_rankings",
-           "delta_figure", "sufficiency", "header", "text_report"]
+           "delta_figure", "sufficiency", "header", "text_report", "record", "record_nothing", "for_notebook"]
 
 
 def header(cmp: Comparison) -> str:
@@ -24,7 +27,7 @@ def header(cmp: Comparison) -> str:
 
 def sufficiency(m: MetricDelta, min_effect: float) -> str:
     """The label-sufficiency statement of one metric (see :func:`compare_stats.sufficiency_sentence`)."""
-    from .compare_stats import sufficiency_sentence
+    from retrieval_lib.checks.compare_stats import sufficiency_sentence
 
     return f"{m.notebook}: " + sufficiency_sentence(m.n, m.kinds.replace("+", "/"), m.metric, m.detectable,
                                                     m.basis, min_effect=min_effect, needed=m.needed)
@@ -36,8 +39,8 @@ def _metric_line(m: MetricDelta) -> str:
             + (" REGRESSION" if m.regression else ""))
 
 
-def record_findings(report: Any, cmp: Comparison) -> None:
-    """Findings and metrics of a comparison (the gate is :func:`retrieval_lib.checks.compare.record`'s)."""
+def record_findings(report: NotebookReport, cmp: Comparison) -> None:
+    """Findings and metrics of a comparison (the gate is :func:`record`'s)."""
     report.finding(f"compared with {cmp.baseline.name}: " + header(cmp))
     report.finding(cmp.verdict())
     for m in cmp.metrics:
@@ -186,3 +189,44 @@ def text_report(cmp: Comparison) -> str:
     lines += [f"{s.kind} top-1 scores: KS statistic {s.statistic:.3f}, p {s.p_value:.3g}" for s in cmp.shifts]
     lines += cmp.notes
     return "\n".join(lines)
+
+
+def record(report: NotebookReport, comparison: Comparison) -> None:
+    """Record notebook 14's gate (no significant regression), findings and metrics."""
+    cmp = comparison
+    worst = [f"{cmp.text(m.notebook, q)!r}" for m in cmp.regressions for q, _ in m.worst()]
+    report.gate("no metric significantly worse than the baseline", not cmp.regressions,
+                value=len(cmp.regressions), threshold=0, rule="==", unit="metrics", parameter="min_effect",
+                hint=(f"retrieval got worse than {cmp.baseline.name} on {', '.join(dict.fromkeys(worst))}: read "
+                      "their rankings side by side in the changed-queries table; if the change is intended, make "
+                      "this run the new baseline"),
+                detail=cmp.verdict())
+    record_findings(report, cmp)
+
+
+def record_nothing(report: NotebookReport, reason: str) -> None:
+    """Record that there was nothing to compare with (not an error): one finding, no gate."""
+    report.finding(f"nothing to compare with: {reason}")
+    report.metric("baseline_run", None)
+
+
+def for_notebook(report: Any, baseline_run: str = "", candidate_run: str = "", *, alpha: float = 0.05,
+                 min_effect: float = 0.02) -> Comparison | None:
+    """Notebook 14's one call: resolve the runs, compare, record; None when there is nothing to compare with.
+
+    ``candidate_run`` empty means this run (``report.run_dir``); ``baseline_run`` empty means
+    :func:`find_baseline`. Runs that asked different query sets are recorded as a finding (not comparable),
+    not raised: a grown golden set must not fail the run.
+    """
+    candidate = candidate_run or str(report.run_dir)
+    baseline = baseline_run or find_baseline(candidate)
+    if baseline is None:
+        record_nothing(report, f"no complete earlier run with run files beside {Path(candidate).name}")
+        return None
+    try:
+        cmp = compare_runs(baseline, candidate, alpha=alpha, min_effect=min_effect)
+    except RunsNotComparableError as err:
+        record_nothing(report, f"{Path(baseline).name} is not comparable: {err.message}")
+        return None
+    record(report, cmp)
+    return cmp

@@ -21,12 +21,12 @@ from __future__ import annotations
 import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ..errors import ValidationError
-from ..models import SearchResponse
-from ..runfiles import write_run
-from ..search import SCORE_TOLERANCE, same_ranking
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.models import SearchResponse
+from retrieval_lib.search import SCORE_TOLERANCE, same_ranking
+from retrieval_lib.workbook.report import NotebookReport
+from retrieval_lib.workbook.runfiles import write_run
 
 __all__ = ["jaccard", "rbo", "kendall_tau_shared", "RankingComparison", "compare_rankings",
            "repeat_search", "phase_runs", "consistency_frame", "summarise_by_query", "min_adjacent_gap",
@@ -286,7 +286,7 @@ def failing(frame, phase: str) -> list[str]:
 
 def rbo_figure(frame, queries: Sequence[str], *, tolerance: float = SCORE_TOLERANCE):
     """Queries x runs: RBO against the reference, ``"="`` where the run is identical."""
-    from ..plots import annotated_heatmap
+    from retrieval_lib.workbook.plots import annotated_heatmap
 
     # repeat runs 2..n were compared with run 1; the other phases ran once
     labels = [f"repeat {run + 1}" if phase == "repeat" else phase for phase, run in zip(frame["phase"], frame["run"])]
@@ -303,7 +303,7 @@ def rbo_figure(frame, queries: Sequence[str], *, tolerance: float = SCORE_TOLERA
                                    f"within {tolerance:g})", colorbar_label="rank-biased overlap (p = 0.9)")
 
 
-def record(report: Any, frame, per_query, *, repeats: int, tolerance: float = SCORE_TOLERANCE,
+def record(report: NotebookReport, frame, per_query, *, repeats: int, tolerance: float = SCORE_TOLERANCE,
            reference: Mapping[str, SearchResponse] | None = None) -> dict[str, list[str]]:
     """Record notebook 04's gates, findings and metrics on ``report`` (a NotebookReport).
 
@@ -341,6 +341,6 @@ def record(report: Any, frame, per_query, *, repeats: int, tolerance: float = SC
                         ("min_rbo", float(frame["rbo"].min())), ("min_jaccard", float(frame["jaccard"].min())),
                         ("min_adjacent_gap", float(per_query["min_adjacent_gap"].min()))):
         report.metric(name, value)
-    if reference:  # with the reference responses: the run file a later comparison reads (retrieval_lib.runfiles)
+    if reference:  # with the reference responses: the run file a later comparison reads (workbook.runfiles)
         write_run(report, list(reference.values()), kinds="consistency", top_k=max(r.top_k for r in reference.values()))
     return failures

@@ -28,15 +28,15 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from ..embedders import COHERE_MAX_BATCH, Embedder
-from ..errors import ValidationError
-from ..search import ensure_compatible
-from ..store import VectorStore
-from .contract_diagnosis import Diagnosis, diagnose
-from .contract_sample import sample_points
+from retrieval_lib.checks.contract_diagnosis import Diagnosis, diagnose
+from retrieval_lib.checks.contract_sample import sample_points
+from retrieval_lib.embedding.providers import COHERE_MAX_BATCH, Embedder
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.search import ensure_compatible
+from retrieval_lib.stores import ReadableStore
 
 if TYPE_CHECKING:
-    from ..report import NotebookReport
+    from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["DEFAULT_MIN_COSINE", "DEFAULT_MIN_FILE_SHARE", "ProbeCost", "ProbeRow", "ProbeResult", "document_text",
            "probe_query", "plan_cost", "sample_points", "probe", "record", "rows_frame", "cosine_figure"]
@@ -221,7 +221,7 @@ class ProbeResult:
         return len({r.source_file for r in self.rows})
 
 
-def probe(store: VectorStore, collection: str, embedder: Embedder, *, sample: int = 64, seed: int = 0,
+def probe(store: ReadableStore, collection: str, embedder: Embedder, *, sample: int = 64, seed: int = 0,
           top_k: int = 5, min_cosine: float = DEFAULT_MIN_COSINE) -> ProbeResult:
     """Re-embed a stratified sample of ``collection`` and compare it with the stored vectors (see the module).
 

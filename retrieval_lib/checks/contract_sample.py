@@ -10,7 +10,7 @@ from typing import Any
 
 import numpy as np
 
-from ..store import VectorStore
+from retrieval_lib.stores import ReadableStore
 
 __all__ = ["sample_points", "allocate"]
 
@@ -34,7 +34,7 @@ def allocate(sizes: dict[str, int], sample: int, rng: np.random.Generator) -> di
     return quota
 
 
-def sample_points(store: VectorStore, collection: str, *, sample: int = 64, seed: int = 0) -> list[Any]:
+def sample_points(store: ReadableStore, collection: str, *, sample: int = 64, seed: int = 0) -> list[Any]:
     """A seeded sample of ``sample`` points (all when fewer), stratified by ``source_file``, with payloads and
     vectors, in (file, id) order.
 

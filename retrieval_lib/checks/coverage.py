@@ -19,7 +19,7 @@ hand per book:
    - ``reachable`` = some chunk of the file is in the top-k of ANY query
 
 :func:`prefix_hits` measures whether a query lands in its module; :func:`measure` runs it all, :func:`record`
-writes the gates and the run file (:mod:`retrieval_lib.runfiles`) that ``compare`` reads.
+writes the gates and the run file (:mod:`retrieval_lib.workbook.runfiles`) that ``compare`` reads.
 """
 
 from __future__ import annotations
@@ -30,12 +30,13 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-from ..errors import ValidationError
-from ..models import SearchResponse
-from ..params import GoldenSet
-from ..runfiles import write_run
-from ..scan import Columns, read_columns
-from ..store import VectorStore
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.models import SearchResponse
+from retrieval_lib.params import GoldenSet
+from retrieval_lib.stores import ReadableStore
+from retrieval_lib.stores.scan import Columns, read_columns
+from retrieval_lib.workbook.report import NotebookReport
+from retrieval_lib.workbook.runfiles import write_run
 
 __all__ = ["SourceFile", "CoverageQuery", "FileCoverage", "scan_sources", "tally_sources", "heading_queries",
            "build_queries", "measure_coverage", "coverage_frame", "missed_heading_queries", "prefix_share",
@@ -70,11 +71,11 @@ def _sequence(value: Any) -> int:
         return 1 << 30  # chunks without a sequence go last, in scroll (id) order
 
 
-def scan_sources(store: VectorStore, collection: str, *, batch_size: int | None = None) -> list[SourceFile]:
+def scan_sources(store: ReadableStore, collection: str, *, batch_size: int | None = None) -> list[SourceFile]:
     """Every source file of the collection, from one pass over ALL its points reading only :data:`SCAN_FIELDS`.
 
     Points without a ``source_file`` are grouped under ``"<missing source_file>"`` so they are counted, not
-    silently dropped. ``batch_size`` (points per page) defaults to large pages (:mod:`retrieval_lib.scan`).
+    silently dropped. ``batch_size`` (points per page) defaults to large pages (:mod:`retrieval_lib.stores.scan`).
     Returns the files sorted by path (:func:`tally_sources`).
 
     Raises:
@@ -345,7 +346,7 @@ def inventory_frame(sources: Sequence[SourceFile]):
 
 def hit_rate_figure(study: CoverageStudy):
     """Each file's heading-query hit rate as a bar (best first; red: unreachable), with ``hits/queries``."""
-    from ..plots import horizontal_bars
+    from retrieval_lib.workbook.plots import horizontal_bars
 
     order = sorted(study.files, key=lambda c: (-c.heading_hit_rate, c.path))
     return horizontal_bars(
@@ -356,7 +357,7 @@ def hit_rate_figure(study: CoverageStudy):
         title=f"Heading-query hit rate per file (red: unreachable by any of {len(study.queries)} queries)")
 
 
-def record(report: Any, study: CoverageStudy, primary: SearchResponse, *, primary_prefix: str,
+def record(report: NotebookReport, study: CoverageStudy, primary: SearchResponse, *, primary_prefix: str,
            min_reachable_share: float, min_primary_share: float) -> PrefixHits:
     """Record notebook 03's gates (seed 000 SC-003 reachability, SC-007 module), findings and metrics.
 

@@ -43,14 +43,14 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
-from ..models import SearchResponse, SearchResult
-from ..params import GoldenQuery, GoldenSet, NegativeQuery, load_golden_set
-from ..runfiles import write_run
-from ..search import Retriever
-from .health import PayloadScan, record_completeness
+from retrieval_lib.checks.health import PayloadScan, record_completeness
+from retrieval_lib.models import SearchResponse, SearchResult
+from retrieval_lib.params import GoldenQuery, GoldenSet, NegativeQuery, load_golden_set
+from retrieval_lib.search import Retriever
+from retrieval_lib.workbook.runfiles import write_run
 
 if TYPE_CHECKING:
-    from ..report import NotebookReport
+    from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["GoldenQuery", "NegativeQuery", "GoldenSet", "QueryOutcome", "ValidationReport",
            "load_golden_set", "evaluate_golden", "matches", "url_matches", "relevant_pages", "trec_qrels",
@@ -321,7 +321,7 @@ def record(report: NotebookReport, validation: ValidationReport, scan: PayloadSc
                         ("vector_count", v.vector_count), ("metadata_completeness", scan.metadata_completeness),
                         ("validation_report_passed", v.passed)):
         report.metric(name, value)
-    if v.responses:  # the run file a later comparison reads (retrieval_lib.runfiles), page-level qrels
+    if v.responses:  # the run file a later comparison reads (retrieval_lib.workbook.runfiles), page-level qrels
         write_run(report, v.responses, kinds=[o.kind for o in v.outcomes], top_k=k, qrels_level="source_url",
                   qrels={o.query: dict.fromkeys(o.relevant_pages or (NO_RELEVANT_PAGE,), 1) for o in gold + extra})
 
@@ -378,7 +378,7 @@ def report_frame(validation: ValidationReport):
 def scores_figure(validation: ValidationReport):
     """Top: each golden and extra query's best relevant score (0 when no expected page made the top k) against
     its ``min_score``; bottom: each negative's top score against its ``max_score``. Green passes."""
-    from ..plots import BarPanel, threshold_bars
+    from retrieval_lib.workbook.plots import BarPanel, threshold_bars
 
     positive = validation.of_kind("golden") + validation.of_kind("extra")
     negative = validation.of_kind("negative")

@@ -19,16 +19,16 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ValidationError
-from ..models import PAYLOAD_FIELDS, CollectionStats
-from ..scan import Columns, read_columns, shared
-from ..store import VectorStore, size_warning
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.models import PAYLOAD_FIELDS, CollectionStats
+from retrieval_lib.stores import ReadableStore, size_warning
+from retrieval_lib.stores.scan import Columns, read_columns, shared
 
 if TYPE_CHECKING:
     import os
 
-    from ..embedders import Embedder
-    from ..report import Gate, NotebookReport
+    from retrieval_lib.embedding.providers import Embedder
+    from retrieval_lib.workbook.report import Gate, NotebookReport
 
 __all__ = ["PayloadScan", "scan_payloads", "tally_payloads", "collection_warnings", "record", "record_completeness",
            "stats_frame", "completeness_frame", "per_file_frame", "duplicates_frame", "models_frame",
@@ -93,23 +93,24 @@ def tally_payloads(columns: Columns) -> dict[str, Any]:
             "points_per_file": dict(sorted(Counter(str(f or "(none)") for f in columns["source_file"]).items()))}
 
 
-def scan_payloads(store: VectorStore, collection: str, *, expected_model: str | None = None,
+def scan_payloads(store: ReadableStore, collection: str, *, expected_model: str | None = None,
                   batch_size: int | None = None, progress: bool = False,
                   run_dir: str | os.PathLike[str] | None = None) -> PayloadScan:
     """Read every point's payload fields once and tally completeness, duplicates and models.
 
     Only :data:`~retrieval_lib.models.PAYLOAD_FIELDS` are read, in large pages
-    (:func:`retrieval_lib.scan.read_columns`).
+    (:func:`retrieval_lib.stores.scan.read_columns`).
 
     Args:
         store: the store holding the collection.
         collection: collection name.
         expected_model: the configured embedder's model; points with another
             ``model_version`` are counted as foreign.
-        batch_size: points per scroll page, >= 1; default large pages (:func:`retrieval_lib.scan.page_size`).
+        batch_size: points per scroll page, >= 1; default large pages (:func:`retrieval_lib.stores.scan.page_size`).
         progress: show a progress bar (tqdm).
         run_dir: the run folder: the tally is kept there and the run's other notebooks reuse it while the
-            collection is unchanged (:func:`retrieval_lib.scan.shared` says how); empty: scan here, share nothing.
+            collection is unchanged (:func:`retrieval_lib.stores.scan.shared` says how); empty: scan here, share
+            nothing.
 
     Raises:
         ValidationError: ``batch_size`` is not a whole number >= 1.
@@ -147,7 +148,7 @@ def collection_warnings(stats: CollectionStats, scan: PayloadScan, *, min_points
     """Every warning about the collection, once each: the store's, the scan's and the two this check adds.
 
     The store and the scan word the small-collection warning alike
-    (:func:`~retrieval_lib.store.size_warning`), so exact de-duplication leaves one.
+    (:func:`~retrieval_lib.stores.qdrant.size_warning`), so exact de-duplication leaves one.
 
     Raises:
         ValidationError: ``min_points`` is not a whole number >= 0.
@@ -285,7 +286,7 @@ def models_frame(scan: PayloadScan, expected_model: str):
 # --------------------------------------------------------------------------- figures
 def completeness_figure(scan: PayloadScan, minimum: float):
     """% of points carrying each payload field, green at or above ``minimum`` (marked), red below."""
-    from ..plots import horizontal_bars
+    from retrieval_lib.workbook.plots import horizontal_bars
 
     fields = scan.field_completeness()
     return horizontal_bars(list(fields), list(fields.values()),
@@ -297,7 +298,7 @@ def completeness_figure(scan: PayloadScan, minimum: float):
 
 def per_file_figure(scan: PayloadScan):
     """Points (chunks) per source file, one bar each."""
-    from ..plots import horizontal_bars
+    from retrieval_lib.workbook.plots import horizontal_bars
 
     files = scan.points_per_file
     return horizontal_bars(list(files), list(files.values()), xlabel="points (chunks)",

@@ -1,6 +1,6 @@
 """Metrics from human relevance judgments (seed 000 SC-006): precision@3, graded nDCG@k, coverage, agreement.
 
-The judgments (see :mod:`retrieval_lib.judgments`) are matched to the current top-k of each query by
+The judgments (see :mod:`retrieval_lib.judging.judgments`) are matched to the current top-k of each query by
 ``chunk_id`` *and* ``content_hash``; a judgment whose chunk is gone or changed is stale and not used. Every
 result of the top-k is then in one of three states: judged (grade 0, 1 or 2), **unjudged**, or judged only by a
 stale entry (counted as unjudged, and listed). Metrics come from pytrec_eval (trec_eval):
@@ -24,14 +24,22 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING
 
-from ..errors import ValidationError
-from ..judgments import GRADES, Judgment, StaleJudgment, collection_hashes, query_id, split_stale, to_qrels
-from ..models import SearchResponse
-from ..search import Retriever
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.judging.judgments import (
+    GRADES,
+    Judgment,
+    StaleJudgment,
+    collection_hashes,
+    query_id,
+    split_stale,
+    to_qrels,
+)
+from retrieval_lib.models import SearchResponse
+from retrieval_lib.search import Retriever
 
 if TYPE_CHECKING:
-    from ..report import NotebookReport
-    from .golden import ValidationReport
+    from retrieval_lib.checks.golden import ValidationReport
+    from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["JudgedRow", "Agreement", "JudgedEvaluation", "evaluate_judged", "judged_metrics", "agreement",
            "record", "results_frame", "per_query_frame", "unjudged_frame", "stale_frame", "disagreements_frame",

@@ -23,13 +23,13 @@ import statistics
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from ..errors import ParamsError, ValidationError
-from ..params import load_query_sets, resolve_path
-from .consistency import jaccard
+from retrieval_lib.checks.consistency import jaccard
+from retrieval_lib.errors import ParamsError, ValidationError
+from retrieval_lib.params import load_query_sets, resolve_path
 
 if TYPE_CHECKING:
-    from ..report import NotebookReport
-    from ..search import Retriever
+    from retrieval_lib.search import Retriever
+    from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["REFERENCE", "SERVED_TOP1_AGREEMENT", "SERVED_JACCARD", "LanguageSummary", "LanguageComparison",
            "load_language_queries", "compare_languages", "record", "pairs_frame", "summary_frame",

@@ -24,11 +24,11 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
-from ..errors import ValidationError
-from ..percentile import percentile
-from ..report import NotebookReport
-from ..search import SCORE_TOLERANCE, Retriever, same_ranking
-from ..store import VectorStore
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.percentile import percentile
+from retrieval_lib.search import SCORE_TOLERANCE, Retriever, same_ranking
+from retrieval_lib.stores import ReadableStore
+from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["TimedSearch", "ConcurrentRun", "Warmup", "TIMING_FIELDS", "percentile", "latency_percentiles",
            "time_searches", "reference_rankings", "unstable_queries", "run_concurrent", "warm_up", "backend_note",
@@ -268,7 +268,7 @@ class Warmup:
 
 
 def warm_up(run: Any, query: str, *, top_k: int = 5) -> Warmup:
-    """Open ``run.retriever`` (a :class:`~retrieval_lib.report.NotebookRun` opens it on first use) and search once.
+    """Open ``run.retriever`` (a :class:`~retrieval_lib.workbook.NotebookRun` opens it on first use) and search once.
 
     The first search also checks the collection against the embedder; ``setup_ms`` is ~0 if already open.
     """
@@ -279,7 +279,7 @@ def warm_up(run: Any, query: str, *, top_k: int = 5) -> Warmup:
     return Warmup(setup_ms=(t1 - t0) * 1000, warmup_ms=(time.perf_counter() - t1) * 1000)
 
 
-def backend_note(store: VectorStore, collection: str) -> str:
+def backend_note(store: ReadableStore, collection: str) -> str:
     """What the timings measured, by backend: a Qdrant server, or qdrant-client's in-process local mode."""
     if store.kind == "server":
         return "timed against a Qdrant server: figures include the network round trip and its HNSW index"
@@ -302,7 +302,7 @@ def percentiles_frame(samples: Sequence[TimedSearch], *, decimals: int = 3):
 
 def figure(samples: Sequence[TimedSearch], concurrent: ConcurrentRun, p95_target_ms: float):
     """Per-call embedding, search and whole-call ms (and under concurrency), and whole-call percentiles vs target."""
-    from ..plots import latency_boxes
+    from retrieval_lib.workbook.plots import latency_boxes
 
     series = {"embed_ms": [s.embed_ms for s in samples], "search_ms": [s.search_ms for s in samples],
               "call_ms\n(one at a time)": [s.call_ms for s in samples],

@@ -25,7 +25,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
-from ..errors import ValidationError
+from retrieval_lib.errors import ValidationError
 
 __all__ = ["FileDistance", "OffTopicStudy", "measure_offtopic", "offtopic_frame", "MIN_FILES", "MAX_Z"]
 

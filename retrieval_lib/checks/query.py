@@ -11,10 +11,10 @@ notebook's responses against those rules.
 from __future__ import annotations
 
 from collections.abc import Sequence
-from typing import Any
 
-from ..models import PAYLOAD_FIELDS, SearchResponse
-from ..validation import validate_params
+from retrieval_lib.models import PAYLOAD_FIELDS, SearchResponse
+from retrieval_lib.validation import validate_params
+from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["missing_fields", "out_of_order", "over_limits", "record"]
 
@@ -44,7 +44,7 @@ def over_limits(responses: Sequence[SearchResponse], top_k: int, similarity_thre
             if r.total_results > served or any(res.similarity_score < threshold for res in r.results)]
 
 
-def record(report: Any, responses: Sequence[SearchResponse], no_match: SearchResponse, *, top_k: int,
+def record(report: NotebookReport, responses: Sequence[SearchResponse], no_match: SearchResponse, *, top_k: int,
            similarity_threshold: float) -> None:
     """Record notebook 01's gates, findings and metrics on ``report`` (a NotebookReport).
 

@@ -23,9 +23,10 @@ from typing import Any
 
 import numpy as np
 
-from .coverage import CoverageStudy
-from .offtopic import OffTopicStudy
-from .reachability import ReachStudy
+from retrieval_lib.checks.coverage import CoverageStudy
+from retrieval_lib.checks.offtopic import OffTopicStudy
+from retrieval_lib.checks.reachability import ReachStudy
+from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["QueryReach", "query_reach", "antihub_frame", "hub_frame", "file_frame", "unreached_frame",
            "occurrence_figure", "file_figure", "record"]
@@ -125,14 +126,14 @@ def file_frame(study: ReachStudy, offtopic: OffTopicStudy | None = None, reach: 
 
 
 def _gini(values: np.ndarray) -> float:
-    from .reachability import gini
+    from retrieval_lib.checks.reachability import gini
 
     return gini(values)
 
 
 def occurrence_figure(study: ReachStudy):
     """Histogram of ``N_k`` over the chunks (log count axis), with the mean and the hub threshold marked."""
-    from ..plots import count_histogram
+    from retrieval_lib.workbook.plots import count_histogram
 
     what = "estimated from the sample" if study.sampled else "every chunk"
     return count_histogram(study.occurrence.tolist(), marks={"hub threshold": study.hub_threshold,
@@ -144,7 +145,7 @@ def occurrence_figure(study: ReachStudy):
 
 def file_figure(study: ReachStudy, offtopic: OffTopicStudy | None = None):
     """Mean ``N_k`` per file (red: off-topic candidate; orange: holds an anti-hub), the mean ``k`` marked."""
-    from ..plots import horizontal_bars
+    from retrieval_lib.workbook.plots import horizontal_bars
 
     frame = file_frame(study, offtopic).sort_values(["mean_n_k", "source_file"], ascending=[False, True])
     colours = ["tab:red" if offtopic is not None and row.offtopic else "tab:orange" if row.antihubs else "tab:blue"
@@ -158,7 +159,7 @@ def file_figure(study: ReachStudy, offtopic: OffTopicStudy | None = None):
                                  "(red: off-topic candidate, orange: has an anti-hub)")
 
 
-def record(report: Any, study: ReachStudy, offtopic: OffTopicStudy, reach: QueryReach | None = None, *,
+def record(report: NotebookReport, study: ReachStudy, offtopic: OffTopicStudy, reach: QueryReach | None = None, *,
            max_antihub_share: float, max_nk_skewness: float, max_offtopic_files: int) -> None:
     """Record notebook 10's gates, findings and metrics (module docstring)."""
     est, k, n = study.antihub, study.top_k, study.points

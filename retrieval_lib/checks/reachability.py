@@ -42,9 +42,9 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ValidationError
-from ..scan import page_size
-from ..store import VectorStore
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.stores import ReadableStore
+from retrieval_lib.stores.scan import page_size
 
 __all__ = ["ChunkTable", "AntiHubEstimate", "ReachStudy", "read_chunks", "neighbour_lists", "k_occurrence",
            "gini", "thinned_skewness", "measure", "SCAN_FIELDS", "MAX_FULL", "SAMPLE_SIZE", "REVERSE_DEPTH"]
@@ -84,9 +84,9 @@ def _vector(point: Any) -> list[float]:
     return list(vector)
 
 
-def read_chunks(store: VectorStore, collection: str, *, preview_chars: int = 160) -> ChunkTable:
+def read_chunks(store: ReadableStore, collection: str, *, preview_chars: int = 160) -> ChunkTable:
     """One pass over every point with its vector and :data:`SCAN_FIELDS`, in large pages
-    (:func:`~retrieval_lib.scan.page_size`).
+    (:func:`~retrieval_lib.stores.scan.page_size`).
 
     Raises:
         ValidationError: a point without a vector. CollectionNotFoundError, VectorStoreError: from the store.
@@ -106,7 +106,7 @@ def read_chunks(store: VectorStore, collection: str, *, preview_chars: int = 160
     return ChunkTable(ids, files, sections, titles, previews, matrix)
 
 
-def neighbour_lists(store: VectorStore, collection: str, table: ChunkTable, rows: Sequence[int] | np.ndarray, *,
+def neighbour_lists(store: ReadableStore, collection: str, table: ChunkTable, rows: Sequence[int] | np.ndarray, *,
                     width: int, batch_size: int = 64, progress: bool = False,
                     desc: str = "top-k queries") -> np.ndarray:
     """The ``width`` nearest other chunks of each chunk in ``rows``, as table rows (``-1`` pads a short list).
@@ -230,7 +230,7 @@ def _check(name: str, value: Any, low: int) -> int:
     return int(value)
 
 
-def _reverse_check(store: VectorStore, collection: str, table: ChunkTable, rows: np.ndarray, wide: np.ndarray, *,
+def _reverse_check(store: ReadableStore, collection: str, table: ChunkTable, rows: np.ndarray, wide: np.ndarray, *,
                    top_k: int, depth: int, batch_size: int, progress: bool) -> tuple[list[int], int]:
     """Sampled chunks in the top ``k`` of none of their ``depth`` nearest neighbours; and the queries it took."""
     known = {int(r): set(int(x) for x in wide[i, :top_k]) for i, r in enumerate(rows)}
@@ -252,7 +252,7 @@ def _reverse_check(store: VectorStore, collection: str, table: ChunkTable, rows:
     return sorted(pending), queries
 
 
-def measure(store: VectorStore, collection: str, *, top_k: int = 10, max_full: int = MAX_FULL,
+def measure(store: ReadableStore, collection: str, *, top_k: int = 10, max_full: int = MAX_FULL,
             sample_size: int = SAMPLE_SIZE, seed: int = 0, hub_sd: float = 3.0,
             reverse_depth: int = REVERSE_DEPTH, batch_size: int = 64, progress: bool = False,
             table: ChunkTable | None = None) -> ReachStudy:

@@ -28,9 +28,10 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from ..errors import ValidationError
-from ..models import SearchResponse
-from ..runfiles import write_run
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.models import SearchResponse
+from retrieval_lib.workbook.report import NotebookReport
+from retrieval_lib.workbook.runfiles import write_run
 
 __all__ = [
     "score_frame", "top1_scores", "clip_counts", "ClipCounts", "separation", "thresholds_grid",
@@ -323,40 +324,41 @@ def per_query_frame(study: ScoreStudy, *, decimals: int = 3):
     return frame.sort_values(["set", "top1"], ascending=[True, False], kind="stable").reset_index(drop=True)
 
 
-def histogram_figure(study: ScoreStudy, score_threshold: float):
+def histogram_figure(study: ScoreStudy, candidate_threshold: float):
     """Left: each query's top-1 score per set; right: every top-k score per set; the threshold marked."""
-    from ..plots import score_histograms
+    from retrieval_lib.workbook.plots import score_histograms
 
     return score_histograms(
         [("top-1 score per query", {"in-domain": study.in_top1, "out-of-domain": study.ood_top1}),
          (f"all top-{study.top_k} scores", {"in-domain": _every_score(study.in_domain),
                                             "out-of-domain": _every_score(study.out_of_domain)})],
-        threshold=score_threshold, threshold_label="score_threshold")
+        threshold=candidate_threshold, threshold_label="candidate_threshold")
 
 
-def tradeoff_figure(study: ScoreStudy, score_threshold: float):
+def tradeoff_figure(study: ScoreStudy, candidate_threshold: float):
     """:func:`threshold_tradeoff` as two curves, with the threshold, the gap and the recommendation marked."""
-    from ..plots import share_curves
+    from retrieval_lib.workbook.plots import share_curves
 
     table, gap = threshold_tradeoff(study.in_top1, study.ood_top1), study.gap
     return share_curves(
         table["threshold"], {"in-domain kept": table["in_domain_kept"], "out-of-domain kept": table["ood_kept"]},
-        threshold=score_threshold, threshold_label="score_threshold",
+        threshold=candidate_threshold, threshold_label="candidate_threshold",
         band=(gap.highest_ood, gap.lowest_in_domain) if gap.has_gap else None, band_label="gap between the sets",
         marker=gap.recommended, title="Share of queries that still get a result, per threshold",
         xlabel="similarity threshold", ylabel="share of queries with ≥ 1 result")
 
 
-def record(report: Any, study: ScoreStudy, *, score_threshold: float, min_separation: float) -> ThresholdVerdict:
+def record(report: NotebookReport, study: ScoreStudy, *, candidate_threshold: float,
+           min_separation: float) -> ThresholdVerdict:
     """Record notebook 02's gates, findings and metrics on ``report`` (a NotebookReport).
 
     Gates: every similarity score within [0, 1] (:func:`clip_counts`, seed 000 SC-008);
-    ``separation >= min_separation``; ``score_threshold`` keeps every in-domain query and
+    ``separation >= min_separation``; ``candidate_threshold`` keeps every in-domain query and
     rejects every OOD one (:func:`judge_threshold`). Returns that verdict.
     """
     in_top1, ood_top1, gap = study.in_top1, study.ood_top1, study.gap
     clips = clip_counts(study.in_domain + study.out_of_domain)
-    verdict = judge_threshold(study.in_domain, study.out_of_domain, score_threshold)
+    verdict = judge_threshold(study.in_domain, study.out_of_domain, candidate_threshold)
     report.gate("similarity scores within [0, 1]", clips.out_of_range == 0 and clips.scores > 0,
                 value=clips.out_of_range, threshold=0, rule="==", unit="scores",
                 detail=f"{clips.scores} scores, {clips.out_of_range} outside [0, 1]; {clips.negative} raw cosine "
@@ -368,25 +370,26 @@ def record(report: Any, study: ScoreStudy, *, score_threshold: float, min_separa
                        f"= {gap.width:.3f}")
     lost = ", ".join(repr(q) for q in verdict.in_domain_lost) or "none"
     admitted = ", ".join(repr(q) for q in verdict.ood_admitted) or "none"
-    report.gate(f"threshold {score_threshold:g} keeps every in-domain query and rejects every OOD query",
-                verdict.passed, value=score_threshold, threshold=score_threshold, parameter="score_threshold",
-                hint=(f"set `score_threshold` to {gap.recommended:.3f}, the middle of the gap between the sets"
+    report.gate(f"threshold {candidate_threshold:g} keeps every in-domain query and rejects every OOD query",
+                verdict.passed, value=candidate_threshold, threshold=candidate_threshold,
+                parameter="candidate_threshold",
+                hint=(f"set `candidate_threshold` to {gap.recommended:.3f}, the middle of the gap between the sets"
                       if gap.recommended is not None else "no threshold separates the sets: see the trade-off table"),
                 detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}")
 
     answered = [s for s in in_top1 if not math.isnan(s)]  # queries with no result have no top-1 to describe
     median, highest = (statistics.median(answered), max(answered)) if answered else (math.nan, math.nan)
-    in_kept, ood_kept = sum(s >= score_threshold for s in in_top1), sum(s >= score_threshold for s in ood_top1)
+    in_kept, ood_kept = sum(s >= candidate_threshold for s in in_top1), sum(s >= candidate_threshold for s in ood_top1)
     in_scores = _every_score(study.in_domain)
     report.finding(f"in-domain top-1 scores run from {gap.lowest_in_domain:.3f} to {highest:.3f} (median "
                    f"{median:.3f}); out-of-domain top-1 scores reach at most {gap.highest_ood:.3f}")
-    report.finding(f"at score_threshold {score_threshold:g}, {in_kept}/{len(in_top1)} in-domain and "
+    report.finding(f"at candidate_threshold {candidate_threshold:g}, {in_kept}/{len(in_top1)} in-domain and "
                    f"{ood_kept}/{len(ood_top1)} out-of-domain queries keep at least one result")
     report.finding(f"recommended threshold {gap.recommended:.3f} (midpoint of the {gap.width:.3f}-wide gap)"
                    if gap.recommended is not None
                    else f"no threshold separates the sets: they overlap by {-gap.width:.3f}")
-    report.finding(f"{sum(s < score_threshold for s in in_scores)} of {len(in_scores)} in-domain top-{study.top_k} "
-                   f"results score below {score_threshold:g}: at that threshold those queries keep fewer than "
+    report.finding(f"{sum(s < candidate_threshold for s in in_scores)} of {len(in_scores)} in-domain top-{study.top_k} "
+                   f"results score below {candidate_threshold:g}: at that threshold those queries keep fewer than "
                    f"{study.top_k} chunks")
     report.finding(f"{clips.negative} of {clips.scores} raw cosine scores were negative (clipped to 0)")
     for name, value in (("in_domain_queries", len(in_top1)), ("ood_queries", len(ood_top1)),

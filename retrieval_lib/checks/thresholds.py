@@ -15,10 +15,10 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Any
 
-from ..errors import ValidationError
-from .scores import recommend_threshold
+from retrieval_lib.checks.scores import recommend_threshold
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["ThresholdUncertainty", "recommend", "wilson", "queries_for_width", "measure", "roc_figure", "record"]
 
@@ -136,7 +136,7 @@ def roc_figure(in_top1: Sequence[float], ood_top1: Sequence[float], u: Threshold
     return fig
 
 
-def record(report: Any, u: ThresholdUncertainty) -> None:
+def record(report: NotebookReport, u: ThresholdUncertainty) -> None:
     """Record the threshold's intervals as findings and metrics (no gate: 02's gates judge the threshold)."""
     report.finding(u.sentence())
     report.finding(f"ROC AUC of top-1 scores {u.auc:.3f} (95% interval {u.auc_ci[0]:.3f}-{u.auc_ci[1]:.3f})")

@@ -9,7 +9,7 @@
 - :mod:`.pipeline` embeds and writes them, incrementally and convergently.
 """
 
-from .pipeline import (
+from retrieval_lib.ingest.pipeline import (
     DEFAULT_BASE_URL,
     SAMPLE_BOOK,
     IngestSummary,

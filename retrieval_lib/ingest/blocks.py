@@ -12,7 +12,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 
-from .syntax import LIST_MARKER, atx_heading, closes_fence, fence_opening, with_fence_state
+from retrieval_lib.ingest.syntax import LIST_MARKER, atx_heading, closes_fence, fence_opening, with_fence_state
 
 __all__ = [
     "ADMONITION_CLOSE",

@@ -39,11 +39,11 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from ..errors import ValidationError
-from .blocks import parse_blocks, split_sections
-from .packing import Packer
-from .syntax import atx_heading, normalize_newlines
-from .units import Unit, render
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.ingest.blocks import parse_blocks, split_sections
+from retrieval_lib.ingest.packing import Packer
+from retrieval_lib.ingest.syntax import atx_heading, normalize_newlines
+from retrieval_lib.ingest.units import Unit, render
 
 __all__ = ["Chunk", "CHUNKER_VERSION", "SPECIAL_TOKENS", "default_count_tokens", "chunk_markdown", "model_window"]
 

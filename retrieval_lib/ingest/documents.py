@@ -24,9 +24,9 @@ from typing import Any
 
 import yaml
 
-from ..errors import DocumentError, ValidationError
-from .mdx import strip_mdx
-from .syntax import ATX_HEADING, atx_heading, normalize_newlines, with_fence_state
+from retrieval_lib.errors import DocumentError, ValidationError
+from retrieval_lib.ingest.mdx import strip_mdx
+from retrieval_lib.ingest.syntax import ATX_HEADING, atx_heading, normalize_newlines, with_fence_state
 
 __all__ = [
     "MarkdownDoc",

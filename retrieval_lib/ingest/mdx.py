@@ -13,7 +13,7 @@ from __future__ import annotations
 import re
 from collections.abc import Callable, Sequence
 
-from .syntax import closes_fence, fence_opening
+from retrieval_lib.ingest.syntax import closes_fence, fence_opening
 
 __all__ = ["strip_mdx"]
 

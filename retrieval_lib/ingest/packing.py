@@ -20,8 +20,8 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from .blocks import ADMONITION_CLOSE, parse_blocks
-from .units import PROSE_KINDS, Unit, render, sentence_spans, split_unit, word_spans
+from retrieval_lib.ingest.blocks import ADMONITION_CLOSE, parse_blocks
+from retrieval_lib.ingest.units import PROSE_KINDS, Unit, render, sentence_spans, split_unit, word_spans
 
 __all__ = ["Packer"]
 

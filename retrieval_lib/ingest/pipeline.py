@@ -17,7 +17,6 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import uuid
 from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
@@ -25,14 +24,15 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from ..config import Settings, load_settings
-from ..embedders import COHERE_MAX_BATCH, Embedder, make_embedder
-from ..errors import ConfigurationError
-from ..scan import iter_points
-from ..search import ensure_compatible
-from ..store import VectorStore
-from .chunking import CHUNKER_VERSION, chunk_markdown, model_window
-from .documents import MarkdownDoc, discover_documents, is_stub, read_document
+from retrieval_lib.collection.ours import point_id_for
+from retrieval_lib.config import Settings, load_settings
+from retrieval_lib.embedding.providers import COHERE_MAX_BATCH, Embedder, make_embedder
+from retrieval_lib.errors import ConfigurationError
+from retrieval_lib.ingest.chunking import CHUNKER_VERSION, chunk_markdown, model_window
+from retrieval_lib.ingest.documents import MarkdownDoc, discover_documents, is_stub, read_document
+from retrieval_lib.search import ensure_compatible
+from retrieval_lib.stores import VectorStore, open_store
+from retrieval_lib.stores.scan import iter_points
 
 __all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "PreparedChunk", "prepare_documents", "ingest",
            "ingest_from_settings", "default_chunk_tokens", "point_id_for"]
@@ -42,14 +42,6 @@ log = logging.getLogger(__name__)
 #: The sample book shipped with the package (the embedded default's corpus).
 SAMPLE_BOOK = Path(__file__).resolve().parent.parent / "sample_book" / "docs"
 DEFAULT_BASE_URL = "https://physical-ai-book.example"
-_ID_NAMESPACE = uuid.UUID("6f0d7c59-3a1e-4f55-9d7e-1c5b2a9e8f10")
-
-
-def point_id_for(source_file: str, sequence: int) -> str:
-    """Deterministic point id (a UUID, as Qdrant wants) for a chunk position."""
-    return str(uuid.uuid5(_ID_NAMESPACE, f"{source_file}#{sequence}"))
-
-
 @dataclass(frozen=True)
 class PreparedChunk:
     """A chunk ready to embed: its id, the text to embed, and its payload."""
@@ -309,6 +301,6 @@ def ingest_from_settings(
     """:func:`ingest` with the configured store and embedder (what the CLI calls)."""
     settings = settings or load_settings()
     embedder = make_embedder(settings)
-    with VectorStore.open(settings) as store:
+    with open_store(settings) as store:
         return ingest(store, embedder, collection or settings.collection_name, docs_dir or SAMPLE_BOOK,
                       base_url=base_url or DEFAULT_BASE_URL, recreate=recreate, progress=progress)

@@ -18,8 +18,8 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass
 
-from .blocks import LIST_ITEM, TABLE_SEPARATOR, indent
-from .syntax import LIST_MARKER, closes_fence, fence_opening, with_fence_state
+from retrieval_lib.ingest.blocks import LIST_ITEM, TABLE_SEPARATOR, indent
+from retrieval_lib.ingest.syntax import LIST_MARKER, closes_fence, fence_opening, with_fence_state
 
 __all__ = ["Unit", "PROSE_KINDS", "render", "sentence_spans", "word_spans", "split_unit", "split_code"]
 

@@ -12,8 +12,8 @@
 The family imports the core only (never ``checks`` or ``ingest``); the CLI wires it to ``ingest``.
 """
 
-from .app import ServiceOptions, create_app
-from .errors import DatabaseUnavailableError, RequestTooLargeError
-from .metadata import MetadataDB
+from retrieval_lib.service.app import ServiceOptions, create_app
+from retrieval_lib.service.errors import DatabaseUnavailableError, RequestTooLargeError
+from retrieval_lib.stores.metadata import MetadataDB
 
 __all__ = ["create_app", "ServiceOptions", "MetadataDB", "DatabaseUnavailableError", "RequestTooLargeError"]

@@ -5,7 +5,7 @@ retrieval_lib serve`` calls it with the configured ones and hands the app to
 uvicorn. Either way the embedding model is loaded and warmed up at start-up,
 never on the first query, and every dependency is reached through the same
 library objects the notebooks use (:class:`~retrieval_lib.search.Retriever`,
-:class:`~retrieval_lib.service.metadata.MetadataDB`).
+:class:`~retrieval_lib.stores.metadata.MetadataDB`).
 """
 
 from __future__ import annotations
@@ -19,16 +19,16 @@ from typing import IO
 
 from fastapi import FastAPI
 
-from ..config import Settings, load_settings
-from ..embedders import make_embedder
-from ..errors import RetrievalError
-from ..search import Retriever
-from ..store import VectorStore
-from .guard import RequestGuard
-from .handlers import install_handlers, without_422
-from .metadata import MetadataDB
-from .querylog import QueryLog
-from .routes import router
+from retrieval_lib.config import Settings, load_settings
+from retrieval_lib.embedding.providers import make_embedder
+from retrieval_lib.errors import RetrievalError
+from retrieval_lib.search import Retriever
+from retrieval_lib.service.guard import RequestGuard
+from retrieval_lib.service.handlers import install_handlers, without_422
+from retrieval_lib.service.querylog import QueryLog
+from retrieval_lib.service.routes import router
+from retrieval_lib.stores import open_store
+from retrieval_lib.stores.metadata import MetadataDB
 
 __all__ = ["ServiceOptions", "ServiceState", "create_app", "open_retriever"]
 
@@ -100,7 +100,7 @@ def open_retriever(settings: Settings, options: ServiceOptions | None = None) ->
     """
     options = options or ServiceOptions()
     embedder = make_embedder(settings)
-    store = VectorStore.open(settings)
+    store = open_store(settings)
     # The service applies its own (shorter) query limit first; the library's must not be the tighter one.
     return Retriever(store, embedder, settings.collection_name,
                      query_max_chars=max(options.query_max_chars, settings.query_max_chars))

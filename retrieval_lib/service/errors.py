@@ -26,12 +26,12 @@ from __future__ import annotations
 
 from typing import Any, ClassVar
 
-from ..errors import (
+from retrieval_lib.errors import (
     CollectionNotFoundError,
     ConfigurationError,
+    DatabaseUnavailableError,
     EmbeddingError,
     ModelMismatchError,
-    RetrievalError,
     ValidationError,
     VectorStoreError,
 )
@@ -55,21 +55,6 @@ class RequestTooLargeError(ValidationError):
     def __init__(self, message: str, *, limit: int) -> None:
         super().__init__(message, field="body")
         self.limit = limit
-
-
-class DatabaseUnavailableError(RetrievalError):
-    """The metadata database cannot be reached or answered with an error.
-
-    Attributes:
-        location: the database URL without credentials, or the SQLite file.
-    """
-
-    exit_code = 3
-    field_names: ClassVar[tuple[str, ...]] = ("location",)
-
-    def __init__(self, message: str, *, location: str) -> None:
-        super().__init__(message)
-        self.location = location
 
 
 _UNAVAILABLE = (VectorStoreError, DatabaseUnavailableError, CollectionNotFoundError, ModelMismatchError,

@@ -25,8 +25,8 @@ from typing import Any
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
-from .errors import INTERNAL_ERROR, RequestTooLargeError, error_body
-from .querylog import QueryLog
+from retrieval_lib.service.errors import INTERNAL_ERROR, RequestTooLargeError, error_body
+from retrieval_lib.service.querylog import QueryLog
 
 __all__ = ["RequestGuard", "LOG_KEY", "BodyTooLarge"]
 

@@ -17,10 +17,10 @@ from fastapi.openapi.utils import get_openapi
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
-from ..errors import RetrievalError, ValidationError
-from .errors import RequestTooLargeError, error_body, status_for
-from .guard import LOG_KEY
-from .schemas import SearchRequest
+from retrieval_lib.errors import RetrievalError, ValidationError
+from retrieval_lib.service.errors import RequestTooLargeError, error_body, status_for
+from retrieval_lib.service.guard import LOG_KEY
+from retrieval_lib.service.schemas import SearchRequest
 
 __all__ = ["install_handlers", "without_422", "validation_message", "error_response"]
 

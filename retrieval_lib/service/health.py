@@ -13,8 +13,8 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from ..errors import RetrievalError
-from ..search import Retriever
+from retrieval_lib.errors import RetrievalError
+from retrieval_lib.search import Retriever
 
 __all__ = ["probe_store", "embedder_facts", "health_body"]
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from ..models import SearchResult
-from .metadata import slug_of
+from retrieval_lib.models import SearchResult
+from retrieval_lib.stores.metadata import slug_of
 
 __all__ = ["join_results", "MISSING_ROWS_WARNING"]
 
@@ -31,7 +31,7 @@ def join_results(results: Sequence[SearchResult],
 
     Args:
         results: the ranked hits, as :meth:`~retrieval_lib.search.Retriever.search` returns them.
-        rows: metadata rows by chunk_id (:meth:`~retrieval_lib.service.metadata.MetadataDB.rows_for`).
+        rows: metadata rows by chunk_id (:meth:`~retrieval_lib.stores.metadata.MetadataDB.rows_for`).
 
     Returns:
         (items with :data:`~retrieval_lib.service.schemas.RESULT_FIELDS`, warnings).

@@ -13,15 +13,15 @@ from typing import TYPE_CHECKING, Any
 from fastapi import APIRouter, Request
 from fastapi.responses import JSONResponse
 
-from ..errors import EmbeddingError, ValidationError
-from ..validation import validate_query
-from .guard import LOG_KEY
-from .health import embedder_facts, health_body, probe_store
-from .join import join_results
-from .schemas import ErrorAnswer, HealthAnswer, SearchAnswer, SearchRequest
+from retrieval_lib.errors import EmbeddingError, ValidationError
+from retrieval_lib.service.guard import LOG_KEY
+from retrieval_lib.service.health import embedder_facts, health_body, probe_store
+from retrieval_lib.service.join import join_results
+from retrieval_lib.service.schemas import ErrorAnswer, HealthAnswer, SearchAnswer, SearchRequest
+from retrieval_lib.validation import validate_query
 
 if TYPE_CHECKING:
-    from .app import ServiceState
+    from retrieval_lib.service.app import ServiceState
 
 __all__ = ["router", "run_search"]
 

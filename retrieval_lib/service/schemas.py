@@ -13,17 +13,14 @@ from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from ..validation import MAX_TOP_K
+from retrieval_lib.models import RESULT_FIELDS, SEED003_FIELDS
+from retrieval_lib.validation import MAX_TOP_K
 
 __all__ = ["SearchRequest", "ResultItem", "SearchAnswer", "ErrorDetail", "ErrorAnswer", "HealthAnswer",
            "RESULT_FIELDS", "SEED003_FIELDS", "DEFAULT_TOP_K"]
 
 DEFAULT_TOP_K = 5
 
-#: The fields seed 003 requires of every result (SC-004).
-SEED003_FIELDS: tuple[str, ...] = ("chunk_id", "snippet", "source_path", "slug", "title", "score")
-#: Every field of a result: seed 003's plus section, URL and position.
-RESULT_FIELDS: tuple[str, ...] = SEED003_FIELDS + ("section_title", "source_url", "chunk_sequence")
 
 
 class SearchRequest(BaseModel):

@@ -1,6 +1,6 @@
 """One fake embedder for every test that must not load a model, or must watch or perturb a real one.
 
-:class:`FakeEmbedder` implements :class:`retrieval_lib.embedders.Embedder`. Its vectors come from
+:class:`FakeEmbedder` implements :class:`retrieval_lib.embedding.providers.Embedder`. Its vectors come from
 exactly one source:
 
 - ``vectors=``, a function of the text: :func:`hashed_bag_of_words`, :func:`char_stats`,
@@ -41,7 +41,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from retrieval_lib.embedders import Embedder
+from retrieval_lib.embedding.providers import Embedder
 from retrieval_lib.errors import EmbeddingError
 
 __all__ = ["FakeEmbedder", "Killed", "VectorFn", "char_stats", "constant", "hashed_bag_of_words", "lookup"]
@@ -103,7 +103,7 @@ def _count_words(text: str) -> int:
 # --------------------------------------------------------------------------- the fake
 
 class FakeEmbedder:
-    """A configurable :class:`~retrieval_lib.embedders.Embedder` that records every call (see the module docstring).
+    """A configurable :class:`~retrieval_lib.embedding.Embedder` that records every call (see the module docstring).
 
     Args:
         vectors: Function of the text giving its vector; exactly one of ``vectors`` and ``inner``.

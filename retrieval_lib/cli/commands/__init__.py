@@ -1,0 +1,74 @@
+"""More CLI commands, one module each, found here by name so each check brings its own command.
+
+A command module defines::
+
+    def register(sub, add, common) -> None:
+        p = add(sub, "name", "one-line summary", "description", "  examples", common)
+        p.add_argument("--json", action="store_true", help="...")
+        p.set_defaults(func=run)
+
+``add`` is :func:`retrieval_lib.cli.main._add` (help, examples and the exit codes in one format), and ``run(args)``
+returns the exit code: 0 the gates hold, 1 a gate failed; errors raise from :mod:`retrieval_lib.errors`
+(2 bad input or configuration, 3 a dependency failing), which :func:`retrieval_lib.cli.main.main` prints as one line.
+
+The commands sit with :mod:`retrieval_lib.cli.main` above every family: they may import the core, the checks,
+ingest and the service.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import pkgutil
+import sys
+from collections.abc import Iterable
+from types import ModuleType
+from typing import Any
+
+from retrieval_lib.workbook.registry import NotebookSpec
+from retrieval_lib.workbook.report import gate_state
+
+__all__ = ["command_modules", "print_json", "gate_exit_code", "profile_keys"]
+
+
+def command_modules() -> list[ModuleType]:
+    """Every command module of this package, in ``ORDER`` then name order (modules starting with ``_`` are helpers)."""
+    names = sorted(m.name for m in pkgutil.iter_modules(__path__) if not m.name.startswith("_"))
+    modules = [importlib.import_module(f"{__name__}.{name}") for name in names]
+    return sorted(modules, key=lambda m: (getattr(m, "ORDER", 100), m.__name__))
+
+
+def print_json(data: object) -> None:
+    """``data`` as indented JSON on stdout (non-JSON values as their ``str``)."""
+    json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
+    sys.stdout.write("\n")
+
+
+def gate_exit_code(gates: Iterable[Any]) -> int:
+    """0 when no gate failed (or there is none; a not-applicable gate does not fail), 1 when one failed.
+
+    Args:
+        gates: :class:`retrieval_lib.workbook.report.Gate` objects or their dicts (``{"passed": bool | None}``).
+    """
+    return 1 if any(gate_state(g) == "failed" for g in gates) else 0
+
+
+def profile_keys(path: str, keys: Iterable[str], spec: NotebookSpec) -> dict[str, Any]:
+    """The values of ``keys`` in the parameter profile at ``path``, so a command runs with a notebook's figures.
+
+    Args:
+        spec: the notebook whose keys these are; its section of params/demo.yaml is named in the error.
+
+    Raises:
+        ParamsError: the file is missing or invalid, or lacks one of ``keys``.
+    """
+    from retrieval_lib.errors import ParamsError
+    from retrieval_lib.params import read_yaml
+
+    keys = tuple(keys)
+    values, resolved = read_yaml(path)
+    missing = [k for k in keys if k not in values]
+    if missing:
+        raise ParamsError(f"{resolved.name} lacks {', '.join(missing)}: add them (see params/demo.yaml, section "
+                          f"'{spec.number} {spec.name.replace('_', ' ')}')", path=str(resolved), key=missing[0])
+    return {k: values[k] for k in keys}

@@ -1,0 +1,132 @@
+"""``python -m retrieval_lib inspect``: what the configured collection holds, and a profile to validate it with."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from retrieval_lib.cli.commands import print_json
+from retrieval_lib.collection.inspect import Inspection, inspect_collection, mapping_rows
+
+NAME = "inspect"
+#: Place in ``--help``: right after the everyday commands, before any check.
+ORDER = 5
+
+
+def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
+    p = add(sub, NAME, "what a collection holds: vectors, ids, payload keys, the mapping, the model",
+            "Read the configured collection (read-only) and tell what it holds: its vectors and ids, every payload "
+            "key with its fill rate, which key holds which field the workbook reads (with the evidence), whether "
+            "the configured embedding model made its vectors, chunk lengths against the model's window, duplicate "
+            "texts, and what can and cannot be checked. --write-profile saves a parameter profile for `run`.",
+            "  QDRANT_COLLECTION_NAME=their_book python -m retrieval_lib inspect\n"
+            "  python -m retrieval_lib inspect --write-profile params/their_book.yaml\n"
+            "  python -m retrieval_lib run --params params/their_book.yaml\n"
+            "  python -m retrieval_lib inspect --json", common)
+    p.add_argument("--json", action="store_true", help="print the facts as JSON (the mapping as payload_fields)")
+    p.add_argument("--write-profile", type=Path, metavar="FILE",
+                   help="write a parameter profile for this collection (its name, the mapping) to FILE")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from retrieval_lib.config import load_settings
+    from retrieval_lib.embedding import LocalEmbedder, make_embedder
+    from retrieval_lib.search import open_collection
+    from retrieval_lib.stores.metadata import SQLITE_NAME
+
+    settings = load_settings()
+    embedder = make_embedder(settings)
+    metadata_db = bool(settings.database_url) or (not settings.qdrant_url
+                                                  and (Path(settings.qdrant_path) / SQLITE_NAME).exists())
+    quiet = bool(args.json)
+    with open_collection(settings) as view:
+        found = inspect_collection(view, settings.collection_name, embedder, alternatives=[LocalEmbedder],
+                                   metadata_db=metadata_db,
+                                   progress=None if quiet else (lambda line: print(f"… {line}", file=sys.stderr)))
+    if args.write_profile:
+        write_profile(args.write_profile, found)
+    if args.json:
+        print_json(found.as_dict())
+    else:
+        print("\n".join(lines(found)))
+        if args.write_profile:
+            print(f"\nprofile written: {args.write_profile} (run it: python -m retrieval_lib run --params "
+                  f"{args.write_profile})")
+    return 0
+
+
+def write_profile(path: Path, found: Inspection) -> None:
+    """A parameter profile for this collection: its name, the mapping, and what the sample book's do not fit."""
+    profile: dict[str, Any] = {
+        "profile": found.collection,
+        "collection": found.collection,
+        "payload_fields": found.roles.as_profile(),
+        # the sample book's golden set, query sets and judgments describe another book: not applicable here
+        "golden_set": "",
+        "judgments": "",
+    }
+    head = (f"# Written by `python -m retrieval_lib inspect` on {datetime.now(UTC):%Y-%m-%d} for collection "
+            f"{found.collection!r}.\n# payload_fields: which of its payload keys holds each field the workbook "
+            "reads (edit if a guess is wrong).\n# golden_set, judgments: none for this book yet, so their gates "
+            "are not applicable; every other value is the notebooks' default.\n")
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(head + yaml.safe_dump(profile, sort_keys=False, allow_unicode=True), encoding="utf-8")
+
+
+def lines(f: Inspection) -> list[str]:
+    """The facts as a person reads them."""
+    v = f.vectors
+    owner = {True: "written by this workbook's own ingest", False: "built by another pipeline (read-only here)",
+             None: "empty"}[f.owned]
+    out = [f"collection {f.collection!r} at {f.location}: {f.points:,} points, {owner}",
+           "",
+           "vectors: " + (f"named {', '.join(v['named'])}; used: {v['used'] or 'none'}" if v["named"] else "unnamed")
+           + f"; dimension {v['dimension']}; distance {v['distance']}"
+           + (f"; sparse: {', '.join(v['sparse'])} (not used)" if v["sparse"] else "; no sparse vectors")
+           + (f"  ({v['note']})" if v["note"] else ""),
+           "ids: " + ", ".join(f"{form} ({n})" for form, n in sorted(f.ids.items(), key=lambda kv: -kv[1])),
+           "",
+           f"payload keys ({len(f.keys)}, over a sample of {min(f.points, 1000):,} points):",
+           f"  {'key':32} {'filled':>7}  {'type':7} example"]
+    for k in f.keys:
+        example = repr(k["example"])[:50] if k["example"] is not None else "-"
+        out.append(f"  {k['key'][:32]:32} {k['filled']:>7.0%}  {k['type']:7} {example}")
+    out += ["", f"fields the workbook reads ({f.roles.origin} mapping):"]
+    for row in mapping_rows(f):
+        out.append(f"  {row['role']:21} <- {row['payload key']:24} {row['evidence']}")
+    rejected = f.roles.evidence.get("_rejected")
+    if rejected:
+        out.append(f"  not used: {rejected.strip().rstrip(';')}")
+    m = f.model
+    out += ["", f"embedding model: {m.get('verdict')}"]
+    for t in m.get("tried", []):
+        cos = f"mean cosine {t['cosine_mean']:.3f}, lowest {t['cosine_min']:.3f}" if t["cosine_mean"] is not None \
+            else t["why"]
+        out.append(f"  {t['model']}: {cos}")
+    ln = f.lengths
+    if ln.get("sample"):
+        out.append(f"chunk lengths ({ln['sample']} chunks, in this model's tokens): median {ln['tokens_p50']:.0f}, "
+                   f"p95 {ln['tokens_p95']:.0f}, longest {ln['tokens_max']}; {ln['over_window']} "
+                   f"({ln['over_window_share']:.0%}) exceed the {ln['window']}-token window (the model reads only "
+                   "the first part of those)")
+    d = f.duplicates
+    out.append(f"duplicate texts: {d['points_with_a_duplicate_text']} points repeat another's text "
+               f"({d['groups']} groups)" + (f", e.g. {d['examples'][0]}" if d["examples"] else "")
+               + ("; ids from a salted hash duplicate a whole book on every re-ingest" if d["groups"] else ""))
+    bad = f.bad_data
+    problems = [f"{n} values of the wrong type for {role}" for role, n in bad["wrong_type"].items()]
+    problems += [f"{n} {role} texts over 200,000 characters (cut)" for role, n in bad["truncated"].items()]
+    if bad["points_without_text"]:
+        problems.append(f"{bad['points_without_text']} points without a text")
+    if bad["sampled_points_without_vector"]:
+        problems.append(f"{bad['sampled_points_without_vector']} sampled points without a vector")
+    out.append("bad data: " + ("; ".join(problems) if problems else "none found"))
+    out += ["", "what can be checked:"]
+    out += [f"  {'yes' if c['can'] else 'no ':3}  {c['check']}: {c['why']}" for c in f.checkable]
+    return out

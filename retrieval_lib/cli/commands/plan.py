@@ -1,0 +1,256 @@
+"""``python -m retrieval_lib plan`` (and ``run --dry-run``): the embed calls and texts a run will make, per notebook.
+
+The plan is worked out from the same inputs the notebooks read: the profile's values over each notebook's own
+defaults (its ``parameters`` cell), the golden set, the query sets, and the collection itself (03's heading
+queries and 09's probe sample come from stored chunks; reading them embeds nothing). It is not an estimate:
+``tests/test_run_bill.py`` runs the whole workbook against the loopback Cohere fake and asserts that every
+notebook sends exactly the calls planned here.
+
+How a run spends its calls:
+
+- **Prefetch.** Before the first notebook, :func:`~retrieval_lib.workbook.runner.run_workbook` embeds every
+  distinct query the cache-reading notebooks will ask (:attr:`RunPlan.prefetch`) into the run's query cache,
+  96 texts per call for Cohere: ⌈distinct/96⌉ calls, the floor. Those notebooks then send nothing for their queries.
+- **Declared.** The checks that measure the embedding service bypass the cache by name
+  (:attr:`~retrieval_lib.workbook.registry.NotebookSpec.bypass`) and make the calls stated in :class:`NotebookPlan`'s
+  ``formula``; 09 re-embeds stored chunks as documents, which are never cached.
+- **The service under test** (08) embeds each HTTP request with its own embedder: stated apart, as
+  ``service_calls``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import ast
+import math
+import sys
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_lib.cli.commands import print_json
+from retrieval_lib.params import load_golden_set, load_query_sets
+from retrieval_lib.workbook.registry import NotebookPlan, spec_for_stem
+
+__all__ = ["NotebookPlan", "RunPlan", "plan_run", "prefetch_queries", "register", "run", "lines"]
+
+NAME = "plan"
+
+
+@dataclass
+class RunPlan:
+    """A run's embedding bill before it is run: prefetch, then each notebook."""
+
+    provider: str
+    model: str
+    batch: int
+    notebooks: list[NotebookPlan]
+    prefetch: list[str]
+
+    @property
+    def prefetch_calls(self) -> int:
+        return self.calls_for(len(self.prefetch))
+
+    def calls_text(self, texts: int) -> str:
+        """How :meth:`calls_for` counts, in words: ``⌈30/96⌉`` for Cohere, ``1`` for a local model."""
+        return f"⌈{texts}/{self.batch}⌉" if self.provider == "cohere" else str(self.calls_for(texts))
+
+    def calls_for(self, texts: int) -> int:
+        """Requests needed for ``texts`` texts sent together (local models: one encode call)."""
+        if not texts:
+            return 0
+        return math.ceil(texts / self.batch) if self.provider == "cohere" else 1
+
+    @property
+    def declared_calls(self) -> int:
+        return sum(n.calls for n in self.notebooks)
+
+    @property
+    def total_calls(self) -> int:
+        """Calls this workbook's process makes: prefetch plus every notebook's own (the service's apart)."""
+        return self.prefetch_calls + self.declared_calls
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"provider": self.provider, "model": self.model, "batch": self.batch,
+                "prefetch": {"queries": len(self.prefetch), "calls": self.prefetch_calls},
+                "notebooks": [{k: v for k, v in asdict(n).items() if k != "queries"} | {"queries": len(n.queries)}
+                              for n in self.notebooks],
+                "declared_calls": self.declared_calls, "total_calls": self.total_calls,
+                "service_calls": sum(n.service_calls for n in self.notebooks)}
+
+
+# --------------------------------------------------------------------------- what each notebook embeds
+
+class _Inputs:
+    """:class:`~retrieval_lib.workbook.registry.PlanInputs` for a run: the parameter files, and the collection
+    read once (a store it opens is closed again before any notebook runs)."""
+
+    def __init__(self, plan: RunPlan, open_store: Callable[[], Any], collection: str, store: Any = None) -> None:
+        self._plan = plan
+        self._open, self.collection = open_store, collection
+        self._sources: Any = None
+        self._store: Any = store
+        self._owned = store is None
+
+    def calls_for(self, texts: int) -> int:
+        return self._plan.calls_for(texts)
+
+    def calls_text(self, texts: int) -> str:
+        return self._plan.calls_text(texts)
+
+    def golden(self, path: str, *, negatives: bool = True) -> list[str]:
+        g = load_golden_set(path)
+        return ([q.query for q in g.queries] + [q.query for q in g.extra_queries]
+                + ([n.query for n in g.negatives] if negatives else []))
+
+    def golden_count(self, path: str) -> int:
+        return len(load_golden_set(path).queries)
+
+    def query_sets(self, path: str, *names: str) -> list[str]:
+        sets = load_query_sets(path, required=names[:1])
+        return [q for name in names for q in sets.get(name, [])]
+
+    def language_questions(self, path: Any) -> int:
+        if not path:
+            return 0
+        from retrieval_lib.checks.languages import load_language_queries
+
+        return sum(len(x) for x in load_language_queries(path).values())
+
+    def store(self) -> Any:
+        if self._store is None:
+            self._store = self._open()
+        return self._store
+
+    def headings(self, per_file: int) -> list[str]:
+        from retrieval_lib.checks.coverage import build_queries, scan_sources
+
+        if self._sources is None:
+            self._sources = scan_sources(self.store(), self.collection)
+        return [q.text for q in build_queries(self._sources, per_file)]
+
+    def probe_queries(self, sample: int, seed: int) -> list[str]:
+        from retrieval_lib.checks.contract import document_text, probe_query, sample_points
+
+        points = sample_points(self.store(), self.collection, sample=sample, seed=seed)
+        return [probe_query(p.payload or {}) or document_text(p.payload or {})[:200] for p in points]
+
+    def close(self) -> None:
+        if self._store is not None and self._owned:
+            self._store.close()
+            self._store = None
+
+
+def _notebook(stem: str, values: dict[str, Any], inputs: _Inputs) -> NotebookPlan:
+    n = NotebookPlan(stem)
+    spec = spec_for_stem(stem)
+    if spec is None:
+        n.known, n.formula = False, "not planned: a notebook this workbook does not know"
+        return n
+    spec.plan(n, values, inputs)
+    if n.queries:
+        n.formula = f"{len(n.queries)} queries from the run's query cache (prefetched)" + (
+            f"; {n.formula}" if n.calls else "")
+    return n
+
+
+def _defaults(nb: Path) -> dict[str, Any]:
+    import papermill as pm
+
+    out: dict[str, Any] = {}
+    try:
+        declared = pm.inspect_notebook(str(nb))
+    except (ValueError, OSError):  # no kernel named, unreadable: the profile's values stand alone
+        return out
+    for name, spec in declared.items():
+        try:
+            out[name] = ast.literal_eval(spec.get("default", "None"))
+        except (ValueError, SyntaxError):
+            continue
+    return out
+
+
+def plan_run(params: dict[str, Any], notebooks: Sequence[Path], settings: Any, *, store: Any = None) -> RunPlan:
+    """The embedding bill of running ``notebooks`` with the profile values ``params`` under ``settings``.
+
+    ``store``: an open store to read the collection from (left open); default: the configured one, opened
+    only if a notebook needs it and closed before returning (an embedded folder allows one process).
+
+    Raises:
+        ParamsError: a golden set or query set named by the params cannot be read.
+        CollectionNotFoundError, VectorStoreError: the collection cannot be read (03's headings, 09's sample).
+    """
+    from retrieval_lib.embedding.providers import COHERE_MAX_BATCH
+    from retrieval_lib.stores import open_store
+
+    provider, model = settings.embedding_provider, settings.embedding_model
+    plan = RunPlan(provider, str(model), COHERE_MAX_BATCH if provider == "cohere" else 64, [], [])
+    inputs = _Inputs(plan, lambda: open_store(settings), settings.collection_name, store)
+    try:
+        for nb in notebooks:
+            plan.notebooks.append(_notebook(nb.stem, {**_defaults(nb), **params}, inputs))
+    finally:
+        inputs.close()
+    plan.prefetch = list(dict.fromkeys(q for n in plan.notebooks for q in n.queries))
+    return plan
+
+
+def prefetch_queries(params: dict[str, Any], notebooks: Sequence[Path], settings: Any) -> list[str]:
+    """The distinct queries a run should embed into its cache before the first notebook (the runner's hook)."""
+    return plan_run(params, notebooks, settings).prefetch
+
+
+# --------------------------------------------------------------------------- the command
+
+def lines(plan: RunPlan) -> list[str]:
+    """The plan as a table a person reads: one row per notebook, then the totals."""
+    bill = "an API bill" if plan.provider == "cohere" else "a model on this machine: no API bill"
+    out = [f"embedding plan: {plan.provider} / {plan.model} ({bill}); {plan.batch} texts per call",
+           f"{'':24} {'calls':>5} {'texts':>6}  how",
+           f"{'prefetch (run start)':24} {plan.prefetch_calls:>5} {len(plan.prefetch):>6}  "
+           f"every distinct query of the cache-reading notebooks, once: {plan.calls_text(len(plan.prefetch))}"
+           if plan.provider == "cohere" else
+           f"{'prefetch (run start)':24} {plan.prefetch_calls:>5} {len(plan.prefetch):>6}  "
+           f"every distinct query of the cache-reading notebooks, once"]
+    for n in plan.notebooks:
+        calls = str(n.calls) if n.known else "?"
+        out.append(f"{n.notebook:24} {calls:>5} {n.texts if n.known else '?':>6}  {n.formula}"
+                   + (f" ({n.conditional})" if n.conditional else ""))
+    service = sum(n.service_calls for n in plan.notebooks)
+    out.append(f"total: {plan.total_calls} calls for {len(plan.prefetch) + sum(n.texts for n in plan.notebooks)} "
+               f"texts = {plan.prefetch_calls} prefetch (the floor for {len(plan.prefetch)} distinct queries) + "
+               f"{plan.declared_calls} declared by the checks that measure the service or re-embed documents"
+               + (f"; the service under test makes {service} more with its own embedder" if service else ""))
+    unknown = [n.notebook for n in plan.notebooks if not n.known]
+    if unknown:
+        out.append(f"not planned (calls unknown): {', '.join(unknown)}")
+    return out
+
+
+def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
+    p = add(sub, NAME, "the embed calls and texts a run will make, per notebook, without making them",
+            "Work out, for a parameter profile and the configured embedding provider, the embed calls and texts "
+            "each notebook will send: the run's prefetch of every distinct query (the floor), and the calls the "
+            "service-measuring checks declare. Nothing is embedded; the collection is read for its headings.",
+            "  python -m retrieval_lib plan\n"
+            "  EMBEDDING_PROVIDER=cohere python -m retrieval_lib plan --params params/cloud.yaml\n"
+            "  python -m retrieval_lib run --dry-run --notebooks 01,05     # the same", common)
+    p.add_argument("--params", type=Path, help="parameter file (default params/demo.yaml)")
+    p.add_argument("--notebooks", help="comma-separated numbers or names, e.g. 01,03 (default all)")
+    p.add_argument("--json", action="store_true", help="print the plan as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from retrieval_lib.config import load_settings
+    from retrieval_lib.workbook.runner import list_notebooks, load_profile
+
+    selected = list_notebooks(args.notebooks)
+    profile = load_profile(args.params)
+    plan = plan_run(profile.values, selected, load_settings())
+    if getattr(args, "json", False):
+        print_json(plan.as_dict())
+    else:
+        print("\n".join(lines(plan)), file=sys.stdout)
+    return 0

@@ -1,0 +1,61 @@
+"""``python -m retrieval_lib search QUERY``: one query, its ranked chunks with their source and section."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from retrieval_lib.cli.commands import print_json
+
+NAME = "search"
+#: Place in ``--help``: the everyday commands first.
+ORDER = 0
+
+
+def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
+    p = add(sub, "search", "run one query and show ranked chunks",
+             "Embed a question as a search query and print the best chunks with their source, section and score.",
+             '  python -m retrieval_lib search "What is ROS2?"\n'
+             '  python -m retrieval_lib search "Gazebo simulation" --top-k 10 --source-prefix module-02-simulation/\n'
+             '  python -m retrieval_lib search "What is ROS2?" --similarity-threshold 0.5 --json', common)
+    p.add_argument("query")
+    p.add_argument("--top-k", type=int, default=5, help="results wanted, 1-20 (default 5)")
+    p.add_argument("--similarity-threshold", "--threshold", dest="similarity_threshold", type=float, default=0.0,
+                   help="minimum similarity 0-1 (default 0)")
+    p.add_argument("--source-prefix", help="only chunks whose source path or URL starts with this")
+    p.add_argument("--section", help="only chunks whose section title is exactly this")
+    p.add_argument("--json", action="store_true", help="print the SearchResponse as JSON")
+    p.set_defaults(func=run)
+
+
+def run(args: argparse.Namespace) -> int:
+    from retrieval_lib.config import load_settings
+    from retrieval_lib.search import Retriever, validate_params, validate_query
+
+    settings = load_settings()
+    # Bad input is refused before the model loads or a connection opens.
+    validate_query(args.query, settings.query_max_chars)
+    validate_params(args.top_k, args.similarity_threshold)
+    with Retriever.from_settings(settings) as retriever:
+        response = retriever.search(args.query, top_k=args.top_k, similarity_threshold=args.similarity_threshold,
+                                    source_prefix=args.source_prefix, section=args.section)
+    if args.json:
+        print_json(response.model_dump(mode="json"))
+        return 0
+    # an empty answer's last warning says why it is empty: that goes with the answer, the rest to stderr
+    reason = response.warnings[-1] if response.is_empty and response.warnings else None
+    for warning in response.warnings:
+        if warning is not reason:
+            print(f"warning: {warning}", file=sys.stderr)
+    if response.is_empty:
+        print(f"No results for {response.query_text!r}: {reason or 'no matching chunk'}.")
+        return 0
+    print(f"{response.total_results} results for {response.query_text!r} "
+          f"({response.execution_time_ms:.0f} ms: embed {response.embed_ms:.0f}, search {response.search_ms:.0f})")
+    for rank, r in enumerate(response.results, 1):
+        print(f"\n{rank}. {r.similarity_score:.3f}  {r.source_file}  §{r.section_title}")
+        print(f"   {r.source_url}")
+        preview = " ".join((r.content or "").split())
+        print(f"   {preview[:200]}{'…' if len(preview) > 200 else ''}")
+    return 0

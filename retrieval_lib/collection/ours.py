@@ -1,0 +1,50 @@
+"""Which collections are ours: the id scheme and payload our own ``ingest`` writes, and the advice that follows.
+
+Our ingest gives every chunk the id ``uuid5(namespace, "<source_file>#<chunk_sequence>")`` and writes every
+role under its own name. A collection whose sampled points all carry such ids is ours (we built it, and
+``ingest --recreate`` may rebuild it); any other is a team's own, which the workbook only reads: no write, no
+payload index, and no hint that says ``--recreate``.
+"""
+
+from __future__ import annotations
+
+import uuid
+from collections.abc import Iterable
+from typing import Any
+
+__all__ = ["ID_NAMESPACE", "point_id_for", "written_by_us", "rebuild_advice"]
+
+ID_NAMESPACE = uuid.UUID("6f0d7c59-3a1e-4f55-9d7e-1c5b2a9e8f10")
+
+
+def point_id_for(source_file: str, sequence: int) -> str:
+    """Our ingest's deterministic point id (a UUID, as Qdrant wants) for a chunk position."""
+    return str(uuid.uuid5(ID_NAMESPACE, f"{source_file}#{sequence}"))
+
+
+def written_by_us(points: Iterable[tuple[Any, Any]]) -> bool | None:
+    """Whether every sampled point is one our ingest wrote: (point id, raw payload) pairs in.
+
+    Returns:
+        True when every point's id is our id of its own ``source_file`` and ``chunk_sequence``; False when any
+        is not; None for no points (an empty collection is nobody's yet).
+    """
+    seen = False
+    for point_id, payload in points:
+        seen = True
+        if not isinstance(payload, dict):
+            return False
+        source, sequence = payload.get("source_file"), payload.get("chunk_sequence")
+        if not isinstance(source, str) or not isinstance(sequence, int) or isinstance(sequence, bool):
+            return False
+        if str(point_id) != point_id_for(source, sequence):
+            return False
+    return True if seen else None
+
+
+def rebuild_advice(owned: bool) -> str:
+    """What to do about vectors that do not fit, in words that never tell a team to drop its own collection."""
+    if owned:
+        return "rebuild it with this model (`python -m retrieval_lib ingest --recreate`)"
+    return ("re-embed it with your own pipeline (the workbook never rewrites a collection it did not build), or "
+            "set EMBEDDING_PROVIDER/EMBEDDING_MODEL to the model that built it")

@@ -1,0 +1,271 @@
+"""The notebooks of the workbook, each described once.
+
+A record says what a notebook is for (its question and the specification codes it answers), which check
+modules it calls, the parameters its ``parameters`` cell declares, whether it measures the embedding service
+itself (and so never reads the run's query cache), the CLI command that runs the same check alone, and what
+it will ask of the embedding service (:attr:`NotebookSpec.plan`, which ``plan`` and the run's prefetch read).
+
+Adding a notebook means adding a record here and the notebook file; ``tests/test_registry.py`` checks that
+every numbered notebook on disk has a record, every record a notebook, and that a record's parameters are the
+ones its notebook declares. Nothing else in the package writes a notebook's number.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field
+from typing import Any, Protocol
+
+from retrieval_lib.errors import ValidationError
+
+__all__ = ["NotebookSpec", "NotebookPlan", "PlanInputs", "NOTEBOOKS", "notebook_spec", "spec_for_stem"]
+
+
+@dataclass
+class NotebookPlan:
+    """What one notebook will ask of the embedding service.
+
+    Attributes:
+        queries: query texts it asks through the run's cache (prefetched before the run, so 0 calls here).
+        calls, texts: requests it sends itself (the declared, uncached ones) and the texts they carry.
+        formula: how ``calls`` follows from the parameters, in words.
+        service_calls: requests the service under test makes with its own embedder (08 only).
+        conditional: calls made only in a stated case (09's diagnosis when its gate fails); not in ``calls``.
+        known: False for a notebook this workbook does not know (its calls are not predicted).
+    """
+
+    notebook: str
+    queries: list[str] = field(default_factory=list)
+    calls: int = 0
+    texts: int = 0
+    formula: str = "no embedding"
+    service_calls: int = 0
+    conditional: str = ""
+    known: bool = True
+
+
+class PlanInputs(Protocol):
+    """What a notebook's plan reads besides its parameters: the collection and the parameter files.
+
+    :mod:`retrieval_lib.cli.commands.plan` implements it; reading the collection embeds nothing.
+    """
+
+    def headings(self, per_file: int) -> list[str]: ...
+    def probe_queries(self, sample: int, seed: int) -> list[str]: ...
+    def golden(self, path: str, *, negatives: bool = True) -> list[str]: ...
+    def golden_count(self, path: str) -> int: ...
+    def query_sets(self, path: str, *names: str) -> list[str]: ...
+    def language_questions(self, path: Any) -> int: ...
+    def calls_for(self, texts: int) -> int: ...
+    def calls_text(self, texts: int) -> str: ...
+
+
+PlanFn = Callable[[NotebookPlan, Mapping[str, Any], PlanInputs], None]
+
+
+def _nothing(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    """No embedding at all."""
+
+
+@dataclass(frozen=True)
+class NotebookSpec:
+    """One notebook of the workbook.
+
+    Attributes:
+        stem: its file name without ``.ipynb``, e.g. ``"03_source_coverage"``; ``name`` is the part after the
+            number, ``number`` the number.
+        question: the question it answers (its report's title).
+        codes: the specification codes it answers (see :mod:`retrieval_lib.workbook.specs`).
+        checks: the modules of :mod:`retrieval_lib.checks` it calls.
+        params: the parameters its ``parameters`` cell declares (``run_dir`` included).
+        bypass: why it measures the embedding service itself, when it does: it then never reads the run's cache.
+        command: the CLI command that runs the same check alone, if any.
+        plan: fills in its :class:`NotebookPlan` from its parameter values.
+    """
+
+    stem: str
+    question: str
+    codes: tuple[str, ...]
+    checks: tuple[str, ...]
+    params: tuple[str, ...]
+    bypass: str | None = None
+    command: str | None = None
+    plan: PlanFn = _nothing
+
+    @property
+    def number(self) -> str:
+        return self.stem.split("_", 1)[0]
+
+    @property
+    def name(self) -> str:
+        return self.stem.split("_", 1)[1]
+
+
+# --------------------------------------------------------------------------- each notebook's embed plan
+
+def _plan_query(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    n.queries = list(v["queries"])
+
+
+def _plan_scores(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    n.queries = x.query_sets(v["query_sets"], "in_domain", "out_of_domain")
+
+
+def _plan_coverage(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    n.queries = x.headings(int(v["headings_per_file"])) + x.golden(v["golden_set"], negatives=False)
+    n.queries += [v["primary_query"]]
+
+
+def _plan_reach(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    n.queries = x.headings(int(v["headings_per_file"])) + x.golden(v["golden_set"], negatives=False)
+
+
+def _plan_consistency(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    q, r = len(v["consistency_queries"]), int(v["repeats"])
+    langs = x.language_questions(v.get("language_queries"))
+    n.calls = q * r + x.calls_for(q) + q + x.calls_for(langs)
+    n.texts = q * r + q + q + langs
+    n.formula = (f"{q} queries x {r} repeats + {x.calls_text(q)} search_many + {q} on a fresh client "
+                 f"+ {x.calls_text(langs)} for {langs} language questions (service measured: no cache)")
+
+
+def _plan_golden(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    n.queries = x.golden(v["golden_set"])
+
+
+def _plan_latency(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    q = len(x.query_sets(v["query_sets"], "in_domain", "out_of_domain"))
+    r, conc = int(v["latency_rounds"]), int(v["concurrent_queries"])
+    n.calls = n.texts = 1 + q * r + conc
+    n.formula = f"1 warm-up + {q} queries x {r} rounds + {conc} concurrent (service timed: no cache)"
+
+
+def _plan_api(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    q, r, rounds = x.golden_count(v["golden_set"]), int(v["api_repeats"]), int(v["api_latency_rounds"])
+    own = not v.get("api_url")
+    n.calls = n.texts = (rounds + 1) * q if own else 0
+    n.service_calls = q + 2 + q * r + sum(int(c) for c in v["api_concurrency"]) + rounds * q
+    n.formula = (f"library reference {rounds} rounds x {q} + {q} rankings" if own else "no library reference") \
+        + (f"; the service: {q} + 2 top_k + {q} x {r} repeats + {'+'.join(map(str, v['api_concurrency']))} "
+           f"concurrent + {rounds} x {q} timed, with its own embedder")
+
+
+def _plan_contract(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    s = int(v["contract_sample"])
+    n.queries = x.probe_queries(s, int(v["contract_seed"]))
+    n.calls, n.texts = x.calls_for(s), s
+    n.formula = f"{s} stored chunks re-embedded as documents, {x.calls_text(s)} (documents are never cached)"
+    n.conditional = f"+ up to {x.calls_for(s)} when the cosine gate fails (the diagnosis embeds the worst as queries)"
+
+
+def _plan_chunks(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    n.queries = list(dict.fromkeys(x.golden(v["golden_set"], negatives=False)
+                                   + x.headings(int(v["headings_per_file"])) + list(v.get("queries") or [])))
+
+
+def _plan_judgments(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    n.queries = x.query_sets(v["query_sets"], v["judged_query_set"]) + x.golden(v["golden_set"])
+
+
+# --------------------------------------------------------------------------- the records
+
+NOTEBOOKS: tuple[NotebookSpec, ...] = (
+    NotebookSpec(
+        "01_query", "Does a question bring back the right chunks, with full metadata?",
+        ("seed 000 US1", "seed 000 US2", "seed 000 US4", "seed 000 FR-007"), ("query",),
+        ("queries", "top_k", "similarity_threshold", "source_prefix", "section", "no_match_threshold", "run_dir"),
+        command="search", plan=_plan_query),
+    NotebookSpec(
+        "02_score_distributions",
+        "Do in-domain and out-of-domain queries separate by score, and where should the threshold sit?",
+        ("seed 000 SC-008", "seed 000 SC-001", "seed 004"), ("scores", "thresholds"),
+        ("query_sets", "top_k", "candidate_threshold", "min_separation", "run_dir"), plan=_plan_scores),
+    NotebookSpec(
+        "03_source_coverage", "Can every source file be reached by a query, and do queries land in the right module?",
+        ("seed 000 SC-003", "seed 000 SC-007"), ("coverage",),
+        ("golden_set", "coverage_top_k", "min_reachable_share", "headings_per_file", "primary_query",
+         "primary_prefix", "min_primary_share", "run_dir"), plan=_plan_coverage),
+    NotebookSpec(
+        "04_consistency", "Does the same query always return the same ranking?",
+        ("seed 000 SC-004", "seed 003 SC-005"), ("consistency", "languages"),
+        ("consistency_queries", "repeats", "top_k", "score_tolerance", "language_queries",
+         "min_cross_lingual_jaccard", "run_dir"),
+        bypass="repeat-consistency: every repeat, the fresh client and the search_many pass must each embed the "
+               "query again, or the check would compare a cached vector with itself",
+        plan=_plan_consistency),
+    NotebookSpec(
+        "05_golden_set", "Does retrieval pass the golden set (known queries, negatives)?",
+        ("seed 004", "seed 003 SC-003", "seed 000 FR-007"), ("golden", "health"),
+        ("golden_set", "min_metadata_completeness", "run_dir"), plan=_plan_golden),
+    NotebookSpec(
+        "06_latency", "How fast is retrieval, and does it meet the latency and concurrency targets?",
+        ("seed 000 SC-002", "seed 001", "seed 003 SC-008"), ("latency",),
+        ("query_sets", "latency_rounds", "latency_p95_target_ms", "concurrent_queries", "concurrency",
+         "concurrent_timeout_s", "top_k", "score_tolerance", "run_dir"),
+        bypass="latency timings: every timed search, the warm-up and the concurrent run must call the embedding "
+               "service, or the timings would measure a dictionary lookup",
+        plan=_plan_latency),
+    NotebookSpec(
+        "07_collection_health", "Is the collection itself sound?", ("seed 004", "seed 000 FR-012"), ("health",),
+        ("min_points", "max_duplicate_share", "min_metadata_completeness", "run_dir"), command="stats"),
+    NotebookSpec(
+        "08_api", "Does the retrieval API behave as its specification says?",
+        ("seed 003", "seed 003 SC-001", "seed 003 SC-004", "seed 003 SC-005", "seed 003 SC-006", "seed 003 SC-008",
+         "seed 003 FR-012"), ("api",),
+        ("api_url", "golden_set", "api_repeats", "api_concurrency", "api_latency_rounds", "api_max_overhead_ms",
+         "metadata_table", "run_dir"),
+        bypass="the in-process reference timings of the API check measure the library's own search path",
+        command="serve", plan=_plan_api),
+    NotebookSpec(
+        "09_embedding_contract", "Does the configured embedder still make the vectors the collection holds?",
+        ("seed 000 FR-012",), ("contract",),
+        ("contract_sample", "contract_seed", "top_k", "contract_min_cosine", "min_self_retrieval_file_share",
+         "run_dir"), command="probe", plan=_plan_contract),
+    NotebookSpec(
+        "10_reachability",
+        "Which chunks can retrieval never return, which crowd every answer, and which files are off-topic?",
+        ("seed 000 SC-003",), ("reachability", "offtopic", "reach_report", "coverage"),
+        ("golden_set", "coverage_top_k", "headings_per_file", "reach_top_k", "reach_max_full", "reach_sample_size",
+         "reach_seed", "max_antihub_share", "max_nk_skewness", "offtopic_max_z", "max_offtopic_files", "run_dir"),
+        command="reach", plan=_plan_reach),
+    NotebookSpec(
+        "11_ann_recall", "Does the HNSW index return what exact search would?",
+        ("issue 12: ANN against exact", "seed 004 CollectionStats"), ("ann",),
+        ("ann_top_k", "ann_queries", "ann_slice_queries", "ann_hnsw_ef", "ann_seed", "ann_min_recall",
+         "ann_min_recall_p5", "run_dir"), command="ann"),
+    NotebookSpec(
+        "12_chunk_quality", "Can the model read every chunk, and do fragments win?", ("seed 001",), ("chunks",),
+        ("golden_set", "headings_per_file", "queries", "fragment_min_length", "fragment_max_heading_share",
+         "max_unseen_share", "max_fragment_share", "max_fragment_win_rate", "run_dir"),
+        command="chunks", plan=_plan_chunks),
+    NotebookSpec(
+        "13_judgments", "Are the top results relevant, as judged by a person (SC-006)?",
+        ("seed 000 SC-006", "seed 000 US4"), ("judged", "golden", "health"),
+        ("judgments", "agreement_files", "query_sets", "judged_query_set", "judged_top_k", "min_relevant_grade",
+         "min_precision_at_3", "min_judged_coverage", "judge", "golden_set", "run_dir"), plan=_plan_judgments),
+    NotebookSpec(
+        "14_compare", "Did retrieval get worse than the previous run, by more than noise?", (),
+        ("compare", "compare_views"),
+        ("baseline_run", "candidate_run", "compare_alpha", "compare_min_effect", "run_dir"), command="compare"),
+)
+
+_BY_NAME = {s.name: s for s in NOTEBOOKS}
+_BY_STEM = {s.stem: s for s in NOTEBOOKS}
+
+
+def notebook_spec(name: str) -> NotebookSpec:
+    """The record of the notebook called ``name`` (its stem without the number, e.g. ``"compare"``).
+
+    Raises:
+        ValidationError: no notebook has that name.
+    """
+    try:
+        return _BY_NAME[name]
+    except KeyError:
+        raise ValidationError(f"no notebook is called {name!r} (notebooks: {', '.join(_BY_NAME)})",
+                              field="notebook") from None
+
+
+def spec_for_stem(stem: str) -> NotebookSpec | None:
+    """The record of the notebook file ``stem`` (e.g. ``"03_source_coverage"``), None for one not registered."""
+    return _BY_STEM.get(stem)

@@ -1,0 +1,393 @@
+"""What a notebook leaves behind: ``metrics.json``, gates, figures and tables.
+
+Every notebook makes one :class:`NotebookReport`, records figures, tables,
+metrics and gates through it, and calls :meth:`NotebookReport.save` at the
+end. The runner reads the saved ``metrics.json`` files to build the run's
+``summary.json`` and ``index.html``.
+
+``metrics.json`` layout::
+
+    {"notebook": "03_source_coverage", "title": "...", "status": "complete",
+     "passed": true, "gates": [{"name", "passed", "value", "threshold", "detail"}],
+     "metrics": {...}, "figures": ["figures/03_....png"], "tables": ["tables/03_....csv"],
+     "findings": ["..."]}
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import os
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from pathlib import Path
+from typing import Any
+
+from retrieval_lib.config import Settings, load_settings, resolve_run_dir
+from retrieval_lib.embedding.cache import CachedEmbedder, EmbedUsage, QueryCache, cache_file, total_usage
+from retrieval_lib.embedding.providers import make_embedder
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.search import Retriever
+from retrieval_lib.stores import ReadableStore
+from retrieval_lib.workbook.registry import spec_for_stem
+
+__all__ = ["Gate", "gate_state", "MARKS", "NotebookReport", "NotebookRun", "open_run", "resolve_run_dir"]
+
+
+def _jsonable(value: Any) -> Any:
+    if isinstance(value, float):
+        return None if math.isnan(value) or math.isinf(value) else round(value, 6)
+    if isinstance(value, dict):
+        return {str(k): _jsonable(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_jsonable(v) for v in value]
+    if hasattr(value, "item") and callable(value.item):  # numpy scalars
+        return _jsonable(value.item())
+    return value
+
+
+#: How a gate's value is compared with its threshold (what the report prints between them).
+RULES = (">=", "<=", "==", ">", "<")
+
+
+@dataclass
+class Gate:
+    """One pass/fail check of a notebook, with the figure it was judged on.
+
+    Attributes:
+        name: what must hold, in words ("every source file is reachable by a query").
+        passed: whether it held; None when it is **not applicable**: the collection lacks what the gate
+            judges (no model field, no metadata database, no golden set for this book ...), and ``detail`` says
+            why. Absent data never passes and never fails a gate.
+        value, threshold: the figure measured and the bar it was held to.
+        detail: one sentence with the evidence.
+        rule: how value meets threshold (one of :data:`RULES`), or "" when it is not a comparison.
+        unit: the unit of value and threshold ("ms", "files", "share" ...), "" for none.
+        parameter: the params key that sets ``threshold``, so a failed gate can say what to change.
+        hint: what to do when the gate fails, when the check knows better than the generic hint.
+    """
+
+    name: str
+    passed: bool | None
+    value: Any = None
+    threshold: Any = None
+    detail: str = ""
+    rule: str = ""
+    unit: str = ""
+    parameter: str | None = None
+    hint: str | None = None
+
+    def __str__(self) -> str:
+        return f"[{MARKS[gate_state(self)]}] {self.name}: {self.detail}"
+
+
+#: How each state is written in a notebook's text and the terminal.
+MARKS = {"passed": "PASS", "failed": "FAIL", "not applicable": "N/A"}
+
+
+def gate_state(gate: Gate | dict[str, Any]) -> str:
+    """``"passed"``, ``"failed"`` or ``"not applicable"``: the one rule that reads a gate's ``passed``, for a
+    :class:`Gate` or its dict in ``metrics.json``/``summary.json``."""
+    passed = gate.get("passed") if isinstance(gate, dict) else gate.passed
+    return "not applicable" if passed is None else "passed" if passed else "failed"
+
+
+class NotebookReport:
+    """Collects one notebook's results and writes them under the run folder.
+
+    Args:
+        notebook: short name, e.g. ``"03_source_coverage"`` (prefixes file names).
+        title: the question the notebook answers.
+        run_dir: the run folder (see :func:`resolve_run_dir`).
+    """
+
+    def __init__(self, notebook: str, title: str, run_dir: str | os.PathLike[str] | None = None) -> None:
+        self.notebook = notebook
+        self.title = title
+        self.run_dir = resolve_run_dir(run_dir)
+        self.gates: list[Gate] = []
+        self.metrics: dict[str, Any] = {}
+        self.figures: list[str] = []
+        self.tables: list[str] = []
+        self.findings: list[str] = []
+        #: What the notebook validated (collection, location, embedder); set by :class:`NotebookRun`.
+        self.context: dict[str, Any] = {}
+        self.units: dict[str, str] = {}
+        #: The specification codes this notebook answers (see :mod:`retrieval_lib.workbook.specs`).
+        self.specification: list[str] = []
+
+    def gate(self, name: str, passed: bool | None, *, value: Any = None, threshold: Any = None, detail: str = "",
+             rule: str = "", unit: str = "", parameter: str | None = None, hint: str | None = None) -> Gate:
+        """Record a pass/fail check; returns it (its ``str`` is a one-line verdict).
+
+        Raises:
+            ValidationError: ``rule`` is not one of :data:`RULES` (or empty).
+        """
+        if rule and rule not in RULES:
+            from retrieval_lib.errors import ValidationError
+
+            raise ValidationError(f"gate rule must be one of {', '.join(RULES)} (got {rule!r})", field="rule")
+        g = Gate(name=name, passed=None if passed is None else bool(passed), value=_jsonable(value),
+                 threshold=_jsonable(threshold), detail=detail,
+                 rule=rule, unit=unit, parameter=parameter, hint=hint)
+        self.gates.append(g)
+        return g
+
+    def not_applicable(self, name: str, reason: str, *, parameter: str | None = None) -> Gate:
+        """Record a gate that cannot be judged on this collection, and why (``passed`` is None).
+
+        Use it when the input the gate judges is absent (a field the team never wrote, no metadata database, no
+        golden set or judgments for this book): the gate neither passes nor fails.
+        """
+        return self.gate(name, None, detail=f"not applicable: {reason}", parameter=parameter)
+
+    def metric(self, name: str, value: Any, unit: str = "") -> Any:
+        """Record a figure for the summary (rounded to 6 places in JSON); ``unit`` labels it in the report
+        (``"bytes"`` is shown in MiB)."""
+        self.metrics[name] = _jsonable(value)
+        if unit:
+            self.units[name] = unit
+        return value
+
+    def finding(self, text: str) -> str:
+        """Record a sentence stating what the notebook found."""
+        self.findings.append(text)
+        return text
+
+    def figure(self, fig: Any, name: str, *, show: bool = True) -> Path:
+        """Save a matplotlib figure as PNG under ``figures/``, show it inline, and close it."""
+        import matplotlib.pyplot as plt
+
+        if show:
+            try:
+                from IPython import get_ipython
+                from IPython.display import display
+
+                if get_ipython() is not None:
+                    display(fig)
+            except ImportError:  # pragma: no cover - IPython ships with the notebook stack
+                pass
+        folder = self.run_dir / "figures"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{self.notebook}_{name}.png"
+        fig.savefig(path, dpi=110, bbox_inches="tight")
+        plt.close(fig)
+        self.figures.append(str(path.relative_to(self.run_dir)))
+        return path
+
+    def table(self, frame: Any, name: str) -> Path:
+        """Save a pandas DataFrame as CSV under ``tables/``."""
+        folder = self.run_dir / "tables"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{self.notebook}_{name}.csv"
+        frame.to_csv(path, index=False)
+        self.tables.append(str(path.relative_to(self.run_dir)))
+        return path
+
+    @property
+    def passed(self) -> bool:
+        """No gate failed (a not-applicable gate does not fail a notebook)."""
+        return not any(gate_state(g) == "failed" for g in self.gates)
+
+    def save(self, *, status: str = "complete", error: str | None = None) -> Path:
+        """Write ``metrics/<notebook>.json``; returns its path.
+
+        ``status`` is ``"complete"`` when the notebook ran to its end, ``"error"``
+        when a cell raised (``error`` then holds the one-line reason).
+        """
+        folder = self.run_dir / "metrics"
+        folder.mkdir(exist_ok=True)
+        path = folder / f"{self.notebook}.json"
+        data = {
+            "notebook": self.notebook,
+            "title": self.title,
+            "status": status,
+            "error": error,
+            "passed": self.passed and status == "complete",
+            "gates": [asdict(g) for g in self.gates],
+            "metrics": self.metrics,
+            "figures": self.figures,
+            "tables": self.tables,
+            "findings": self.findings,
+            "context": self.context,
+            "units": self.units,
+            "specification": self.specification,
+        }
+        tmp = path.with_suffix(".json.tmp")
+        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
+        tmp.replace(path)  # atomic: a reader never sees half a file
+        return path
+
+    def summary(self) -> str:
+        """The gates and findings as lines of text: what the notebook's last cell prints."""
+        lines = [str(g) for g in self.gates] + [f"- {f}" for f in self.findings]
+        verdict = "ALL GATES PASSED" if self.passed else "SOME GATES FAILED"
+        return "\n".join(lines + [verdict if self.gates else "no gates"])
+
+
+def _bypass(notebook: str) -> str | None:
+    """Why ``notebook`` must measure the embedding service itself (the registry says), or None."""
+    spec = spec_for_stem(notebook)
+    return spec.bypass if spec else None
+
+
+class NotebookRun:
+    """One notebook's run: its report and (opened on first use) its retriever and store.
+
+    Build it with :func:`open_run` in a notebook's first code cell and call
+    :meth:`finish` in its last. Whatever happens in between, the run is saved:
+    in an IPython kernel a hook fires after every cell, and when a cell raises
+    it saves ``metrics.json`` with status ``"error"`` and releases the store
+    (the embedded folder's lock), so a failed notebook still leaves a record
+    and never blocks the next one.
+    """
+
+    def __init__(self, notebook: str, title: str, run_dir: str | os.PathLike[str] | None = None, *,
+                 settings: Settings | None = None, spec: Sequence[str] = ()) -> None:
+        self.report = NotebookReport(notebook, title, run_dir)
+        self.report.specification = list(spec)
+        self._settings = settings
+        self._retriever: Retriever | None = None
+        self._embedders: list[CachedEmbedder] = []  # every embedder this run made (04 reopens its retriever)
+        self._cache: Any = None
+        self._cache_path = cache_file(self.report.run_dir) if run_dir else None  # interactive: this kernel only
+        self.finished = False
+        self._hooked = self._register_hook()
+        if self._hooked:
+            _display_for_reports()
+
+    @property
+    def settings(self) -> Settings:
+        """The :class:`~retrieval_lib.config.Settings` this run uses (environment and ``.env``)."""
+        if self._settings is None:
+            self._settings = load_settings()
+        return self._settings
+
+    @property
+    def retriever(self) -> Retriever:
+        """The :class:`~retrieval_lib.search.Retriever` for the configured store and embedder (opened once)."""
+        if self._retriever is None:
+            if self._cache is None:
+                self._cache = QueryCache(self._cache_path)
+            # the run's query cache, unless this notebook measures the embedding service itself
+            embedder = CachedEmbedder(make_embedder(self.settings), self._cache,
+                                      bypass=_bypass(self.report.notebook))
+            self._embedders.append(embedder)
+            self._retriever = Retriever.from_settings(self.settings, embedder=embedder)
+            r = self._retriever
+            self.report.context = {
+                "collection": r.collection, "location": r.store.location, "store": r.store.kind,
+                "provider": r.embedder.provider, "model": r.embedder.model, "dimension": r.embedder.dimension,
+            }
+        return self._retriever
+
+    @property
+    def store(self) -> ReadableStore:
+        """The retriever's :class:`~retrieval_lib.stores.VectorStore`."""
+        return self.retriever.store
+
+    @property
+    def collection(self) -> str:
+        return str(self.settings.collection_name)
+
+    def describe(self) -> str:
+        """One line naming what is validated: collection, store location, embedder."""
+        r = self.retriever
+        return (f"collection {r.collection!r} at {r.store.location} ({r.store.kind}); "
+                f"embedder {r.embedder.provider} / {r.embedder.model} ({r.embedder.dimension} dimensions)")
+
+    def close(self) -> None:
+        """Release the store (and the embedded folder's lock)."""
+        if self._retriever is not None:
+            self._retriever.close()
+            self._retriever = None
+
+    def embed_usage(self) -> EmbedUsage:
+        """The embed calls and texts this notebook has sent so far, and the queries its run's cache answered."""
+        return total_usage(e.usage() for e in self._embedders)
+
+    def _record_usage(self) -> None:
+        usage = self.embed_usage()
+        self.report.metric("embed_calls", usage.calls, "calls")
+        self.report.metric("embed_texts", usage.texts, "texts")
+        self.report.metric("embed_texts_cached", usage.cached, "texts")
+        if self._embedders:
+            self.report.context["embed_cache"] = f"bypassed: {usage.bypass}" if usage.bypass else (
+                "the run's query cache" if self._cache_path else "this kernel's query cache")
+
+    def finish(self) -> str:
+        """Save the report, close the store, and return the gates and findings as text."""
+        self._record_usage()
+        self.report.save()
+        self.finished = True
+        self.close()
+        self._unregister_hook()
+        return self.report.summary()
+
+    # ------------------------------------------------------------------ kernel hook
+    def _on_cell(self, result: Any) -> None:
+        error = getattr(result, "error_in_exec", None) or getattr(result, "error_before_exec", None)
+        if error is None or self.finished:
+            return
+        reason = f"{type(error).__name__}: {error}".splitlines()[0][:500]
+        try:
+            self._record_usage()
+            self.report.save(status="error", error=reason)
+        finally:
+            self.close()
+
+    def _register_hook(self) -> bool:
+        try:
+            from IPython import get_ipython
+        except ImportError:  # pragma: no cover - IPython ships with the notebook stack
+            return False
+        shell = get_ipython()
+        if shell is None:
+            return False
+        shell.events.register("post_run_cell", self._on_cell)
+        return True
+
+    def _unregister_hook(self) -> None:
+        if not self._hooked:
+            return
+        from IPython import get_ipython
+
+        shell = get_ipython()
+        if shell is not None:
+            try:
+                shell.events.unregister("post_run_cell", self._on_cell)
+            except ValueError:
+                pass
+        self._hooked = False
+
+
+def _display_for_reports() -> None:
+    """Tables in a notebook kernel show whole paths and titles (wrapped by the page, never cut with "...")."""
+    try:
+        import pandas as pd
+    except ImportError:  # pragma: no cover - pandas is a pinned dependency
+        return
+    pd.set_option("display.max_colwidth", None)
+
+
+def open_run(notebook: str, run_dir: str | os.PathLike[str] | None = None, *, title: str | None = None,
+             spec: Sequence[str] | None = None, settings: Settings | None = None) -> NotebookRun:
+    """Open a notebook's run (see :class:`NotebookRun`): the one set-up every notebook starts with.
+
+    Args:
+        notebook: its file name without ``.ipynb``, e.g. ``"03_source_coverage"``; the registry
+            (:mod:`retrieval_lib.workbook.registry`) gives its question and specification codes.
+        run_dir: the run folder papermill passes; empty for interactive runs (``outputs/interactive``).
+        title, spec: the question and the specification codes of a notebook the registry does not know.
+        settings: explicit settings (tests); default :func:`~retrieval_lib.config.load_settings`.
+
+    Raises:
+        ValidationError: the notebook is not in the registry and no ``title`` is given.
+    """
+    record = spec_for_stem(notebook)
+    if record is None and title is None:
+        raise ValidationError(f"notebook {notebook!r} is not in the registry: add its record to "
+                              "retrieval_lib/workbook/registry.py (or pass title=)", field="notebook")
+    question = title if title is not None else record.question  # type: ignore[union-attr]
+    codes = tuple(spec) if spec is not None else (record.codes if record else ())
+    return NotebookRun(notebook, question, run_dir, settings=settings, spec=codes)

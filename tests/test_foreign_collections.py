@@ -1,0 +1,146 @@
+"""Collections the workbook did not build: read through payload roles, searched, never written.
+
+Each shape in :mod:`shapes` is a public team's ingest, written by hand (shared/REAL_COLLECTIONS.md).
+"""
+
+from __future__ import annotations
+
+import pytest
+from corpus import DOCS, SAMPLE_COLLECTION
+from shapes import EXPECTED_SOURCE, SHAPES, build
+
+from retrieval_lib.collection import CollectionView, PayloadRoles, infer_roles
+from retrieval_lib.collection.roles import MAX_TEXT_CHARS, lookup, source_file_from_url
+from retrieval_lib.errors import ReadOnlyError
+from retrieval_lib.search import Retriever
+from retrieval_lib.stores import VectorStore, iter_points
+
+
+@pytest.fixture(scope="module")
+def doc_vectors(embedder):
+    return embedder.embed_documents([d["content"] for d in DOCS])
+
+
+@pytest.fixture(scope="module")
+def shaped(doc_vectors):
+    """One in-memory store holding one collection per shape."""
+    store = VectorStore.in_memory()
+    for i, shape in enumerate(SHAPES.values()):
+        build(store, f"shape{i}", shape, doc_vectors)
+    yield store
+    store.close()
+
+
+@pytest.mark.parametrize("i, name", list(enumerate(SHAPES)), ids=list(SHAPES))
+def test_search_shows_each_results_text_and_source(shaped, embedder, i, name):
+    retriever = Retriever(shaped, embedder, f"shape{i}")
+    response = retriever.search("What is ROS 2?", top_k=3)
+    top = response.results[0]
+    assert top.content and top.content.startswith("ROS 2, the Robot Operating System")
+    assert top.source_file and top.source_file.startswith(EXPECTED_SOURCE[name])
+    assert "01-ros2-overview" in top.source_file or "module-01-ros2" in top.source_file
+    assert "content" not in top.missing_fields and "source_file" not in top.missing_fields
+
+
+@pytest.mark.parametrize("i, name", list(enumerate(SHAPES)), ids=list(SHAPES))
+def test_a_whole_collection_scan_reads_every_text_and_source(shaped, embedder, i, name):
+    view = CollectionView(shaped)
+    rows = list(iter_points(view, f"shape{i}", ["content", "source_file"]))
+    assert len(rows) == len(DOCS)
+    assert all(r.payload["content"] for r in rows)
+    assert all(r.payload["source_file"] for r in rows)
+    assert view.owned(f"shape{i}") is False
+
+
+def test_a_source_prefix_filter_works_on_a_collection_with_urls_only(shaped, embedder):
+    i = list(SHAPES).index("md5 ids, text/url/title/chunk_index (#13)")
+    retriever = Retriever(shaped, embedder, f"shape{i}")
+    response = retriever.search("robot simulation", top_k=5, source_prefix="docs/module-02-simulation/")
+    assert response.results and all("module-02-simulation" in r.source_file for r in response.results)
+
+
+def test_two_schemas_in_one_collection_both_read(shaped, embedder):
+    i = list(SHAPES).index("two schemas in one collection (#4)")
+    view = CollectionView(shaped)
+    sources = [p.payload["source_file"] for p in iter_points(view, f"shape{i}", ["source_file"])]
+    assert any(s.endswith(".md") for s in sources) and any(not s.endswith(".md") for s in sources)
+    roles = view.roles_for(f"shape{i}")
+    assert roles.keys_of("source_file") == ("file_path",) and roles.derive_source_file
+
+
+def test_a_constant_source_tag_is_never_the_source():
+    payloads = [{"text": f"chunk {i} " * 20, "path": f"docs/p{i % 5}.md", "source": "docs"} for i in range(30)]
+    roles = infer_roles(payloads)
+    assert roles.keys_of("source_file") == ("path",)
+    assert "one constant value" in roles.evidence["_rejected"]
+
+
+def test_a_low_cardinality_origin_tag_is_not_a_source_either():
+    payloads = [{"content": f"chunk {i} " * 20, "url": f"https://x.example/docs/p{i}",
+                 "source": "web" if i % 2 else "local"} for i in range(40)]
+    roles = infer_roles(payloads)
+    assert "source" not in roles.keys_of("source_file")
+    assert roles.derive_source_file
+
+
+def test_the_mapping_is_applied_per_point_with_nested_paths_and_fallbacks():
+    roles = PayloadRoles.from_profile({"content": ["text", "metadata.body"], "source_file": "url:link"})
+    a = roles.read({"text": "alpha", "link": "https://s.example/docs/a/b/"}, point_id=1)
+    b = roles.read({"metadata": {"body": "beta"}, "link": "/docs/c"}, point_id="x")
+    assert (a["content"], a["source_file"], a["chunk_id"]) == ("alpha", "docs/a/b", "1")
+    assert (b["content"], b["source_file"]) == ("beta", "docs/c")
+    assert lookup({"a": {"b": {"c": 3}}}, "a.b.c") == 3 and lookup({"a.b": 1}, "a.b") == 1
+    assert source_file_from_url("https://x/docs/p?q=1#h") == "docs/p"
+
+
+def test_a_profile_naming_an_unknown_role_is_refused():
+    with pytest.raises(ValueError, match="unknown role 'body'"):
+        PayloadRoles.from_profile({"body": "text"})
+
+
+def test_bad_values_are_counted_not_fatal(embedder):
+    store = VectorStore.in_memory()
+    from qdrant_client import models
+
+    store.client.create_collection("bad", vectors_config=models.VectorParams(size=embedder.dimension,
+                                                                               distance=models.Distance.COSINE))
+    huge = "x" * 1_000_000
+    payloads = [{"text": "A ROS 2 node publishes messages on topics.", "url": "https://b.example/docs/a"},
+                {"text": None, "url": "https://b.example/docs/b"},
+                {"text": "", "url": 42},
+                {"text": ["a", "list", "where", "text", "was", "expected"], "url": "https://b.example/docs/c"},
+                {"text": huge, "url": "https://b.example/docs/d", "chunk_index": "not a number"},
+                {"text": {"nested": "object"}, "url": None},
+                {}]
+    vectors = embedder.embed_documents(["ros 2 node topics"] * len(payloads))
+    store.client.upsert("bad", points=[models.PointStruct(id=i, vector=v, payload=p)
+                                       for i, (p, v) in enumerate(zip(payloads, vectors))], wait=True)
+    roles = PayloadRoles.from_profile({"content": "text", "source_url": "url", "source_file": "url:url",
+                                       "chunk_sequence": "chunk_index"})
+    view = CollectionView(store, roles)
+    retriever = Retriever(view, embedder, "bad")
+    response = retriever.search("ROS 2 topics", top_k=7)
+    assert response.total_results == len(payloads)
+    records = {r.point_id: r for r in response.results}
+    assert records["0"].content.startswith("A ROS 2 node")
+    assert records["4"].content is not None and len(records["4"].content) == MAX_TEXT_CHARS
+    assert records["3"].content is None and "content" in records["3"].missing_fields
+    assert view.read_stats.wrong_type["content"] >= 2  # the list and the object
+    assert view.read_stats.truncated["content"] == 1
+    assert view.read_stats.wrong_type["chunk_sequence"] == 1
+    store.close()
+
+
+def test_the_view_never_writes(shaped):
+    view = CollectionView(shaped)
+    for write in (lambda: view.upsert("shape0", []), lambda: view.delete("shape0", [1]),
+                  lambda: view.create_collection("shape0", 384, recreate=True),
+                  lambda: view.ensure_payload_indexes("shape0")):
+        with pytest.raises(ReadOnlyError, match="never"):
+            write()
+
+
+def test_our_own_collection_reads_with_the_default_mapping(book):
+    view = CollectionView(book.store)
+    assert view.owned(SAMPLE_COLLECTION) is True
+    assert view.roles_for(SAMPLE_COLLECTION).origin == "default"
