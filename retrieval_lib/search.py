@@ -17,12 +17,12 @@ from __future__ import annotations
 import difflib
 import math
 import time
-from collections.abc import Iterable, Sequence
+from collections.abc import Collection, Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from retrieval_lib.collection import CollectionView, PayloadRoles, rebuild_advice
+from retrieval_lib.collection import ROLES, CollectionView, PayloadRoles, rebuild_advice
 from retrieval_lib.config import Settings, load_settings
 from retrieval_lib.embedding.providers import COHERE_MAX_BATCH, Embedder, make_embedder
 from retrieval_lib.errors import ConfigurationError, ModelMismatchError, ValidationError, VectorStoreError
@@ -79,9 +79,9 @@ def _tie_score(score: float) -> float:
     return round(float(score), _TIE_DECIMALS)
 
 
-def _rank(points: Iterable[Any], top_k: int) -> list[SearchResult]:
+def _rank(points: Iterable[Any], top_k: int, held: Collection[str] | None = None) -> list[SearchResult]:
     ordered = sorted(points, key=lambda p: (-_tie_score(p.score), _id_key(p.id)))
-    return [SearchResult.from_point(p.id, p.score, p.payload) for p in ordered[:top_k]]
+    return [SearchResult.from_point(p.id, p.score, p.payload, held) for p in ordered[:top_k]]
 
 
 def _tie_may_continue(points: Sequence[Any], top_k: int, limit: int) -> bool:
@@ -211,6 +211,11 @@ class Retriever:
 
     def __exit__(self, *exc: object) -> None:
         self.close()
+
+    def held_fields(self) -> list[str]:
+        """The fields this collection holds at all, through its payload roles (the rest are never 'missing')."""
+        roles = self.store.roles_for(self.collection)
+        return [f for f in ROLES if roles.has(f)]
 
     # ------------------------------------------------------------------ checks
     def check_compatibility(self) -> list[str]:
@@ -344,7 +349,7 @@ class Retriever:
             search_ms = (t2 - t1) * 1000 / len(chunk)
             vector_for = dict(zip(chunk, vectors)) if possible else {}
             for text, points in zip(chunk, hits):
-                results = _rank(points, top_k)
+                results = _rank(points, top_k, self.held_fields())
                 own = list(warnings)
                 if not results:
                     own.append(self._why_empty(vector_for.get(text), threshold, query_filter, applied, possible))

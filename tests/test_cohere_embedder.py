@@ -81,10 +81,10 @@ class FakeClock:
 @pytest.fixture
 def clock(monkeypatch) -> FakeClock:
     """The embedder module's clock, replaced by a :class:`FakeClock` for the test."""
-    from retrieval_lib.embedding import providers
+    from retrieval_lib.embedding import base  # the shared retry loop reads its clock there
 
     fake_clock = FakeClock()
-    monkeypatch.setattr(providers, "time", fake_clock)
+    monkeypatch.setattr(base, "time", fake_clock)
     return fake_clock
 
 

@@ -142,9 +142,17 @@ def test_documents_stored_with_the_query_type_are_diagnosed_as_a_swapped_input_t
         return
     assert not result.passed and result.diagnosis is not None
     assert result.diagnosis.cause == "swapped input type", result.diagnosis.evidence
+    assert result.diagnosis.mistake == "documents embedded as queries" and result.diagnosis.best_type == "search_query"
     assert "search_document" in result.diagnosis.hint
-    assert types == ["search_document", "search_query", "search_query"]  # one more call to diagnose
-    assert len(types) == result.cost.run_calls + result.cost.calls(result.cost.diagnosis_texts)
+    cos = result.diagnosis.type_cosines  # the median cosine under every input type Cohere has
+    assert set(cos) == {"search_document", "search_query", "classification", "clustering"}
+    assert cos["search_query"] > 0.99 > 0.9 > max(cos["search_document"], cos["classification"], cos["clustering"])
+    # after the documents and the self-retrieval queries, one call per other input type to diagnose
+    assert types[types.index("search_query") + 1:] == ["search_query", "classification", "clustering"]
+    assert result.cost.diagnosis_calls == 3 and result.cost.diagnosis_types == 3
+    report = recorded(result)
+    assert "documents embedded as queries" in report.gates[0].detail
+    assert any("documents embedded as queries" in f and "search_query 1.000" in f for f in report.findings)
 
 
 # --------------------------------------------------------------------------- MiniLM on the sample book

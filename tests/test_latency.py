@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import threading
 import time
 
 import numpy as np
@@ -163,17 +164,50 @@ def test_concurrent_errors_are_counted_not_raised(store, embedder):
     assert not run.ok and run.throughput_qps > 0
 
 
+class _Gated:
+    """An embedder whose query batches wait until the test opens ``gate`` (or ``GATE_S`` passes).
+
+    The order of events then shows a bounded run, on any machine: ``run_concurrent`` must come back
+    while every search is still held at the gate. A run that waited for its calls would only come back
+    after ``GATE_S``, with them completed.
+    """
+
+    GATE_S = 30.0
+
+    def __init__(self, inner) -> None:
+        self.inner = inner
+        self.provider, self.model, self.dimension = inner.provider, inner.model, inner.dimension
+        self.max_tokens = inner.max_tokens
+        self.count_tokens = inner.count_tokens
+        self.embed_documents = inner.embed_documents
+        self.gate = threading.Event()
+
+    def embed_queries(self, texts):
+        if not self.gate.wait(self.GATE_S):
+            self.gate.set()  # nobody opened it: open it for every call, so a run that waits fails, not hangs
+        return self.inner.embed_queries(texts)
+
+
+@pytest.mark.timeout(120)
 def test_concurrent_run_is_bounded_by_its_timeout(store, embedder):
-    slow = FakeEmbedder(inner=embedder, query_delay=0.3)
+    gated = _Gated(embedder)
+    slow = FakeEmbedder(inner=gated)
     r = Retriever(store, slow, COLLECTION)
     r.check_compatibility()
-    t0 = time.perf_counter()
-    run = run_concurrent(r, QUERIES, n=40, concurrency=2, timeout_s=0.5)
-    assert time.perf_counter() - t0 < 2.0  # returns at the deadline, does not wait for 40 x 0.3 s / 2
-    assert run.timed_out > 0 and run.completed + run.timed_out + run.errors == 40
-    assert run.completed <= 4 and not run.ok
-    assert slow.peak <= 2  # never more threads than asked for
-    time.sleep(0.7)  # let the running calls finish before the store is closed
+    try:
+        run = run_concurrent(r, QUERIES, n=40, concurrency=2, timeout_s=0.5)
+        # it came back at its deadline with every search still held at the gate: it did not wait for them
+        assert not gated.gate.is_set()
+        assert (run.completed, run.errors, run.timed_out) == (0, 0, 40) and not run.ok
+        assert run.wall_s >= 0.45  # and it did wait its 0.5 s deadline out (load only makes this longer)
+        assert slow.peak <= 2  # never more threads than asked for
+    finally:
+        gated.gate.set()  # let the running calls finish before the store is closed
+        deadline = time.monotonic() + 60
+        while slow.running and time.monotonic() < deadline:
+            time.sleep(0.01)
+    assert slow.running == 0
+    assert slow.query_calls <= 2  # the calls already running finished; the 38 never started were cancelled
 
 
 def test_concurrent_run_without_reference_cannot_claim_identical(retriever):

@@ -60,7 +60,8 @@ def test_a_full_run_sends_exactly_the_planned_calls(tmp_path, monkeypatch):
             calls = int(o.metrics["embed_calls"]) if "embed_calls" in o.metrics else 0
             if name.startswith("09_") and calls != planned[name].calls:
                 diagnosis = calls - planned[name].calls
-                assert 0 < diagnosis <= math.ceil(64 / MAX_BATCH), (name, calls)
+                # the content alone, then the worst texts under each of Cohere's other input types
+                assert 0 < diagnosis <= 5 * math.ceil(64 / MAX_BATCH), (name, calls)
                 assert any(not g["passed"] for g in o.gates), "diagnosis calls without a failed gate"
                 continue
             assert calls == planned[name].calls, (name, calls, planned[name].calls)

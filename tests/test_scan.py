@@ -19,7 +19,7 @@ from qdrant_client import models
 from retrieval_lib import VectorStore
 from retrieval_lib.checks import coverage, health
 from retrieval_lib.errors import ValidationError
-from retrieval_lib.ingest import ingest
+from retrieval_lib.ingest import ingest, pipeline
 from retrieval_lib.models import PAYLOAD_FIELDS
 from retrieval_lib.stores import scan as scanning
 
@@ -137,9 +137,11 @@ def test_ingest_reads_its_diff_fields_in_large_pages(memory_store, tmp_path):
     rec = Recorder(memory_store)
     summary = ingest(memory_store, embedder, COLL, docs, base_url="https://docs.test", progress=False)
     assert summary.files_unchanged == 1
-    assert [c["with_payload"] for c in rec.calls] == [["source_file", "file_hash", "chunk_sequence",
+    # one small page to tell that this ingest wrote the collection, then the diff in one large page
+    assert [c["with_payload"] for c in rec.calls] == [["source_file", "chunk_sequence"],
+                                                       ["source_file", "file_hash", "chunk_sequence",
                                                         "total_chunks", "model_version"]]
-    assert rec.pages == [scanning.MIN_PAGE]
+    assert rec.pages == [pipeline.OWNER_SAMPLE, scanning.MIN_PAGE]
 
 
 # --------------------------------------------------------------------------- one payload scan per run

@@ -46,7 +46,7 @@ def test_demo_golden_set_passes_and_a_wrong_expectation_fails_the_gate(store_cop
     assert json.loads((good_dir / "summary.json").read_text())["passed"] is True
 
     golden = yaml.safe_load((PROJECT_ROOT / demo["golden_set"]).read_text())
-    for q in golden["queries"]:  # every golden query now "expects" a page it will not find
+    for q in golden["queries"][::2]:  # every other golden query now "expects" a page it will not find
         q["expected_url_patterns"] = ["/docs/appendices/no-such-page"]
     wrong_golden = tmp_path / "wrong_golden.yaml"
     wrong_golden.write_text(yaml.safe_dump(golden), encoding="utf-8")

@@ -6,6 +6,7 @@ and figures on a :class:`~retrieval_lib.workbook.NotebookReport`. The registry
 (:mod:`retrieval_lib.workbook.registry`) says which notebook calls which module.
 
 ===================== ===================================================================================
+``holdings``          what the collection holds: payload keys, the mapping, the model, chunk lengths (00)
 ``query``             does a question bring back ranked chunks with full metadata; are top_k and the
                       similarity threshold honoured (01)
 ``scores``            where do in-domain and out-of-domain top-1 scores fall (02); ``thresholds``: which
@@ -46,6 +47,7 @@ from retrieval_lib.checks import (
     coverage,
     golden,
     health,
+    holdings,
     judged,
     languages,
     latency,
@@ -58,5 +60,6 @@ from retrieval_lib.checks import (
 )
 
 __all__ = ["ann", "api", "chunks", "compare", "compare_stats", "compare_views", "consistency", "contract",
-           "contract_diagnosis", "contract_sample", "coverage", "golden", "health", "judged", "languages", "latency",
+           "contract_diagnosis", "contract_sample", "coverage", "golden", "health", "holdings", "judged", "languages",
+           "latency",
            "offtopic", "query", "reach_report", "reachability", "scores", "thresholds"]

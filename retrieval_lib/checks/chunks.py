@@ -165,7 +165,8 @@ def fragment_wins(retriever: Retriever, queries: Sequence[str], study: ChunkStud
         chunk = by_id.get(str(top.chunk_id))
         if chunk is None or not chunk.fragment:
             continue
-        same = retriever.search(query, top_k=20, source_prefix=chunk.source_file, section=chunk.section)
+        same = retriever.search(query, top_k=20, source_prefix=chunk.source_file or None,
+                                section=chunk.section or None)
         full = next((r for r in same.results
                      if r.source_file == chunk.source_file and not getattr(by_id.get(str(r.chunk_id)), "fragment",
                                                                            True)), None)

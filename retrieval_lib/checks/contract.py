@@ -11,7 +11,12 @@ The dimension and the ``model_version`` string can both match while the vectors 
 3. self-retrieval: each chunk's first sentence (:func:`probe_query`) is embedded *as a query* and searched; the
    share of chunks whose own point (and own file) is in the top k is reported.
 
-When a cosine falls below the gate, :func:`~retrieval_lib.checks.contract_diagnosis.diagnose` says why.
+When a cosine falls below the gate, the failing texts are re-embedded under every other input type the provider
+has (Cohere's ``search_query``, ``classification``, ``clustering``; Gemini's task types; a sentence-transformers
+model's prompts; "query" for the rest) and :func:`~retrieval_lib.checks.contract_diagnosis.diagnose` says why: which
+input type the stored vectors match best, with the cosines ("documents embedded as queries"). A collection whose
+dimension is a reduced one of the configured model is named as such before anything is embedded, and stored
+vectors that are not unit length are reported.
 :func:`probe` is the one entry point (the notebook 09, ``python -m retrieval_lib probe`` and the scale benchmark
 call it); :func:`record` writes its gates.
 """
@@ -30,8 +35,10 @@ import numpy as np
 
 from retrieval_lib.checks.contract_diagnosis import Diagnosis, diagnose
 from retrieval_lib.checks.contract_sample import sample_points
-from retrieval_lib.embedding.providers import COHERE_MAX_BATCH, Embedder
-from retrieval_lib.errors import ValidationError
+from retrieval_lib.collection.ours import embedded_text
+from retrieval_lib.embedding.base import embed_as, input_types_of
+from retrieval_lib.embedding.providers import Embedder
+from retrieval_lib.errors import ModelMismatchError, ValidationError
 from retrieval_lib.search import ensure_compatible
 from retrieval_lib.stores import ReadableStore
 
@@ -51,6 +58,8 @@ DEFAULT_MIN_COSINE = 0.99
 #: as "The book is organised into modules"); chance is about 0.15 (5 of ~470 chunks, files of ~15). 0.85 leaves
 #: room for a few more generic chunks in another seed's sample and fails when queries and documents no longer meet.
 DEFAULT_MIN_FILE_SHARE = 0.85
+#: A stored vector whose length differs from 1 by more than this is "not normalised" (float32 noise is ~1e-7).
+NORM_TOLERANCE = 1e-3
 
 _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 _MARKUP = re.compile(r"[*_`#>|]+|\[([^\]]*)\]\([^)]*\)")
@@ -59,14 +68,26 @@ _LIST_MARK = re.compile(r"^\s*(?:[-+*]|\d+[.)])\s+")
 
 
 def document_text(payload: dict[str, Any]) -> str:
-    """The text ingest embedded for a chunk: its document title, a newline, then its ``content``.
+    """The text our ingest embedded for a chunk (:func:`retrieval_lib.collection.ours.embedded_text`)."""
+    return embedded_text(payload)
 
-    Mirrors ``retrieval_lib.ingest.pipeline.prepare_documents`` (``embed_text``); ``tests/test_contract.py``
-    checks the two agree on the sample book. A payload without a title is embedded as its content alone.
+
+def _embedded_form(payloads: list[dict[str, Any]], stored: Sequence[Any], embedder: Embedder,
+                   min_cosine: float) -> tuple[list[str], list[float]]:
+    """The texts the pipeline embedded, and their cosines with the stored vectors.
+
+    Our ingest embeds the title, a newline, then the content (:func:`document_text`); most teams' pipelines
+    embed the content alone. When our form leaves a cosine below ``min_cosine`` and the forms differ, the content
+    alone is embedded too, and the form whose re-embeddings agree better (by median cosine) is taken: a
+    collection is never failed for the form of its text. (A sound collection of ours costs no extra call.)
     """
-    content = str(payload.get("content") or "")
-    title = payload.get("title")
-    return f"{title}\n{content}" if isinstance(title, str) and title else content
+    ours = [document_text(p) for p in payloads]
+    ours_cos = cosines(embedder.embed_documents(ours), stored)
+    plain = [str(p.get("content") or "") for p in payloads]
+    if plain == ours or min(ours_cos) >= min_cosine:
+        return ours, ours_cos
+    plain_cos = cosines(embedder.embed_documents(plain), stored)
+    return (plain, plain_cos) if statistics.median(plain_cos) > statistics.median(ours_cos) else (ours, ours_cos)
 
 
 def probe_query(payload: dict[str, Any], max_chars: int = 200) -> str:
@@ -91,7 +112,8 @@ def probe_query(payload: dict[str, Any], max_chars: int = 200) -> str:
 class ProbeCost:
     """What a probe costs the embedding service, said before it runs.
 
-    ``calls`` counts embedding requests (Cohere: batches of 96 texts; local: the model's batches).
+    ``calls`` counts embedding requests (each provider's batches: Cohere 96 texts, Gemini 100, OpenAI 2,048; local:
+    the model's batches). The diagnosis embeds the failing texts once per other input type (``diagnosis_types``).
     """
 
     provider: str
@@ -99,6 +121,7 @@ class ProbeCost:
     document_texts: int
     query_texts: int
     diagnosis_texts: int
+    diagnosis_types: int = 1
 
     def calls(self, texts: int) -> int:
         return math.ceil(texts / self.batch_size) if texts else 0
@@ -108,6 +131,12 @@ class ProbeCost:
         return self.document_texts + self.query_texts
 
     @property
+    def diagnosis_calls(self) -> int:
+        """Calls of the diagnosis at most: every sampled text under each other input type."""
+        per_type = self.diagnosis_texts // self.diagnosis_types if self.diagnosis_types else 0
+        return self.diagnosis_types * self.calls(per_type)
+
+    @property
     def run_calls(self) -> int:
         """Calls of a probe whose gate holds (one pass of documents, one of queries)."""
         return self.calls(self.document_texts) + self.calls(self.query_texts)
@@ -115,14 +144,15 @@ class ProbeCost:
     def line(self) -> str:
         return (f"cost: {self.texts} texts in {self.run_calls} embed calls ({self.document_texts} documents, "
                 f"{self.query_texts} queries; {self.provider}, batches of {self.batch_size}); if the cosine gate "
-                f"fails, up to {self.diagnosis_texts} more query texts in {self.calls(self.diagnosis_texts)} calls "
-                "to diagnose")
+                f"fails, up to {self.diagnosis_texts} more texts in {self.diagnosis_calls} calls to diagnose"
+                + (f" ({self.diagnosis_types} other input types)" if self.diagnosis_types > 1 else ""))
 
 
 def plan_cost(embedder: Embedder, sample: int) -> ProbeCost:
     """The embedding cost of :func:`probe` with ``sample`` points (see :class:`ProbeCost`)."""
-    batch = COHERE_MAX_BATCH if embedder.provider == "cohere" else int(getattr(embedder, "batch_size", 64))
-    return ProbeCost(embedder.provider, batch, sample, sample, sample)
+    batch = int(getattr(embedder, "max_batch", None) or getattr(embedder, "batch_size", None) or 64)
+    others = len(input_types_of(embedder)) - 1
+    return ProbeCost(embedder.provider, batch, sample, sample, sample * others, max(others, 0))
 
 
 def _check_args(sample: int, top_k: int, min_cosine: float) -> None:
@@ -164,6 +194,7 @@ class ProbeRow:
     chunk_rank: int | None
     file_hit: bool
     query_cosine: float | None = None  # the text embedded as a query (diagnosis only)
+    type_cosines: dict[str, float] = field(default_factory=dict)  # input type -> cosine (diagnosis only)
 
 
 @dataclass
@@ -183,6 +214,13 @@ class ProbeResult:
     cost: ProbeCost
     rows: list[ProbeRow] = field(default_factory=list)
     diagnosis: Diagnosis | None = None
+    input_types: tuple[str, ...] = ("document", "query")
+    stored_norms: list[float] = field(default_factory=list)  # |v| of each sampled stored vector
+
+    @property
+    def unnormalised(self) -> bool:
+        """The stored vectors are not unit length (a Dot-distance collection then ranks by length too)."""
+        return bool(self.stored_norms) and max(abs(n - 1.0) for n in self.stored_norms) > NORM_TOLERANCE
 
     @property
     def sample(self) -> int:
@@ -242,18 +280,22 @@ def probe(store: ReadableStore, collection: str, embedder: Embedder, *, sample: 
         VectorStoreError, EmbeddingError: a dependency failed.
     """
     _check_args(sample, top_k, min_cosine)
-    found = ensure_compatible(store, collection, embedder)
+    try:
+        found = ensure_compatible(store, collection, embedder)
+    except ModelMismatchError as err:
+        raise _reduced_dimension(err, embedder) from None
     points = sample_points(store, collection, sample=sample, seed=seed)
     limit: int | None = getattr(embedder, "max_tokens", None)
     result = ProbeResult(collection, embedder.provider, embedder.model, embedder.dimension,
                          store.count(collection), found, seed, top_k, float(min_cosine),
-                         int(limit) if limit else None, plan_cost(embedder, len(points)))
+                         int(limit) if limit else None, plan_cost(embedder, len(points)),
+                         input_types=input_types_of(embedder))
     if not points:
         return result
     payloads = [dict(p.payload or {}) for p in points]
-    texts = [document_text(p) for p in payloads]
     stored = [_vector(p) for p in points]
-    cos = cosines(embedder.embed_documents(texts), stored)
+    result.stored_norms = [float(np.linalg.norm(v)) for v in stored]
+    texts, cos = _embedded_form(payloads, stored, embedder, float(min_cosine))
     queries = [probe_query(p) or t[:200] for p, t in zip(payloads, texts)]
     hits = store.query_batch(collection, embedder.embed_queries(queries), limit=top_k)
     for point, payload, text, c, query, found_points in zip(points, payloads, texts, cos, queries, hits):
@@ -269,10 +311,42 @@ def probe(store: ReadableStore, collection: str, embedder: Embedder, *, sample: 
             file_hit=any((h.payload or {}).get("source_file") == payload.get("source_file") for h in found_points)))
     low = [i for i, r in enumerate(result.rows) if r.cosine < result.min_cosine]
     if low:
-        for i, qc in zip(low, cosines(embedder.embed_queries([texts[i] for i in low]), [stored[i] for i in low])):
-            result.rows[i].query_cosine = qc
-        result.diagnosis = diagnose(result.rows, min_cosine=result.min_cosine, token_limit=result.token_limit)
+        _embed_under_every_type(embedder, result, low, [texts[i] for i in low], [stored[i] for i in low])
+        result.diagnosis = diagnose(result.rows, min_cosine=result.min_cosine, token_limit=result.token_limit,
+                                    input_types=result.input_types)
     return result
+
+
+def _embed_under_every_type(embedder: Embedder, result: ProbeResult, low: list[int], texts: list[str],
+                            stored: list[np.ndarray]) -> None:
+    """Re-embed the failing texts under each other input type and keep every cosine on its row."""
+    types = result.input_types
+    for i in low:
+        result.rows[i].type_cosines[types[0]] = result.rows[i].cosine
+    for kind in types[1:]:
+        for i, c in zip(low, cosines(embed_as(embedder, texts, kind), stored)):
+            result.rows[i].type_cosines[kind] = c
+    if len(types) > 1:
+        for i in low:
+            result.rows[i].query_cosine = result.rows[i].type_cosines.get(types[1])
+
+
+def _reduced_dimension(err: ModelMismatchError, embedder: Embedder) -> ModelMismatchError:
+    """``err``, said more precisely when the collection's size is a reduced dimension the model offers."""
+    stored, native = err.collection_dimension, getattr(embedder, "native_dimension", None)
+    offered = getattr(embedder, "dimensions_offered", ()) or ()
+    if not stored or not native or stored == embedder.dimension or err.collection_model not in (None, embedder.model):
+        return err
+    if stored in offered and stored != native:
+        why = (f" The collection's {stored} dimensions are a reduced dimension {embedder.model} offers (it gives "
+               f"{native} by default): set EMBEDDING_DIMENSIONS={stored} to embed as the collection was built.")
+    elif stored == native:
+        why = f" The collection holds {embedder.model}'s full {native} dimensions: unset EMBEDDING_DIMENSIONS."
+    else:
+        return err
+    return ModelMismatchError(err.message + why, collection_dimension=stored,
+                              embedder_dimension=err.embedder_dimension, collection_model=err.collection_model,
+                              configured_model=err.configured_model)
 
 
 def record(report: NotebookReport, result: ProbeResult, *, min_self_retrieval_file_share: float) -> None:
@@ -292,7 +366,8 @@ def record(report: NotebookReport, result: ProbeResult, *, min_self_retrieval_fi
                 threshold=r.min_cosine, rule=">=", unit="cosine", parameter="contract_min_cosine",
                 hint=d.hint if d else "no sampled point could be read: is the collection empty?",
                 detail=f"lowest cosine {r.lowest_cosine:.3f}, median {r.median_cosine:.3f} over {r.sample} points of "
-                       f"{r.files} files" + (f"; diagnosis: {d.cause}" if d else ""))
+                       f"{r.files} files" + (f"; diagnosis: {d.cause}" if d else "")
+                       + (f" ({d.mistake})" if d and d.mistake else ""))
     report.gate("chunks find their own file by their first sentence", r.file_share >= min_self_retrieval_file_share,
                 value=round(r.file_share, 4), threshold=min_self_retrieval_file_share, rule=">=", unit="share",
                 parameter="min_self_retrieval_file_share",
@@ -304,7 +379,13 @@ def record(report: NotebookReport, result: ProbeResult, *, min_self_retrieval_fi
                    f"embedder ({r.provider} / {r.model}); the vectors themselves: median cosine {r.median_cosine:.3f}, "
                    f"lowest {r.lowest_cosine:.3f} (gate {r.min_cosine:g})")
     if d:
-        report.finding(f"diagnosis: {d.cause}. " + " ".join(d.evidence))
+        report.finding(f"diagnosis: {d.cause}" + (f" ({d.mistake})" if d.mistake else "") + ". "
+                       + " ".join(d.evidence))
+    if r.unnormalised:
+        norms = r.stored_norms
+        report.finding(f"the stored vectors are not unit length (|v| from {min(norms):.3f} to {max(norms):.3f}, "
+                       "e.g. a reduced Gemini dimension): cosine scores are unaffected, but a Dot-distance collection "
+                       "ranks by length as well as direction")
     report.finding(f"self-retrieval: {r.chunk_share:.0%} of sampled chunks found themselves and {r.file_share:.0%} "
                    f"their file in the top {r.top_k}")
     if r.token_limit and r.over_limit:

@@ -370,10 +370,16 @@ def record(report: NotebookReport, study: CoverageStudy, primary: SearchResponse
                 parameter="min_reachable_share",
                 detail=(f"{reachable}/{len(files)} files in some query's top-{k}; "
                         + ("unreachable: " + ", ".join(unreachable) if unreachable else "none unreachable")))
-    report.gate(f"{primary.query_text!r} lands in {primary_prefix}", lands.share >= min_primary_share,
-                value=round(lands.share, 4), threshold=min_primary_share, rule=">=", unit="share",
-                parameter="min_primary_share",
-                detail=f"{lands.hits}/{lands.results} results from {primary_prefix}")
+    name = f"{primary.query_text!r} lands in {primary_prefix}"
+    if files and not lands.hits and not any(c.path.startswith(primary_prefix) for c in files):
+        report.not_applicable(name, f"no source file of this collection starts with {primary_prefix!r}: the "
+                                    "topic query and its module describe another book (set primary_query and "
+                                    "primary_prefix for this one)", parameter="primary_prefix")
+    else:
+        report.gate(name, lands.share >= min_primary_share,
+                    value=round(lands.share, 4), threshold=min_primary_share, rule=">=", unit="share",
+                    parameter="min_primary_share",
+                    detail=f"{lands.hits}/{lands.results} results from {primary_prefix}")
     mean_hit = sum(c.heading_hit_rate for c in files) / len(files) if files else 0.0
     weak = sum(c.heading_hit_rate < 1.0 for c in files)
     independent = sum(bool(c.reached_by_others) for c in files)

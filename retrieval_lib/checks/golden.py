@@ -266,6 +266,18 @@ def golden_hint(v: ValidationReport) -> str:
     return "read each failed query's reason in the outcomes table"
 
 
+def golden_absent(validation: ValidationReport) -> str | None:
+    """Why the golden set cannot be judged on this collection, or None when it can: none was given, or none of
+    its expected pages is in the collection (it describes another book)."""
+    if not validation.total_queries and not validation.negatives_total:
+        return ("no golden set for this book (golden_set is empty in the profile): write one, or draft one from "
+                "the collection")
+    if validation.total_queries and not any(o.relevant_pages for o in validation.outcomes if o.kind == "golden"):
+        return (f"none of the golden set's {validation.total_queries} queries expects a page this collection holds: "
+                "it describes another book, or its expected_url_patterns are wrong")
+    return None
+
+
 def record(report: NotebookReport, validation: ValidationReport, scan: PayloadScan, *,
            min_metadata_completeness: float) -> None:
     """Record notebook 05's gates, findings and metrics.
@@ -279,6 +291,13 @@ def record(report: NotebookReport, validation: ValidationReport, scan: PayloadSc
     """
     v, k = validation, validation.top_k
     gold, extra, negs = v.of_kind("golden"), v.of_kind("extra"), v.of_kind("negative")
+    absent = golden_absent(v)
+    if absent:
+        report.not_applicable("the golden queries pass", absent)
+        report.not_applicable("every negative returns nothing relevant", absent)
+        record_completeness(report, scan, min_metadata_completeness)
+        report.finding(f"golden set: {absent}")
+        return
     report.gate(f"at least {v.required_passes} golden queries pass", v.passed_queries >= v.required_passes,
                 value=v.passed_queries, threshold=v.required_passes, rule=">=", unit="queries",
                 hint=golden_hint(v),

@@ -14,11 +14,13 @@ metadata-completeness gate (notebooks 05 and 07 both judge it).
 
 from __future__ import annotations
 
+import hashlib
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from retrieval_lib.collection import held_fields
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import PAYLOAD_FIELDS, CollectionStats
 from retrieval_lib.stores import ReadableStore, size_warning
@@ -51,10 +53,12 @@ class PayloadScan:
     foreign_model_points: int
     points_per_file: dict[str, int]
     warnings: list[str] = field(default_factory=list)
+    #: the fields the collection holds at all (its payload roles); completeness is judged over these
+    held: list[str] = field(default_factory=lambda: list(PAYLOAD_FIELDS))
 
     @property
     def metadata_completeness(self) -> float:
-        """% of points that carry every payload field (100.0 for an empty collection)."""
+        """% of points that carry every field the collection holds (100.0 for an empty collection)."""
         return 100.0 * self.complete_points / self.points if self.points else 100.0
 
     @property
@@ -78,14 +82,20 @@ class PayloadScan:
         return out
 
 
-def tally_payloads(columns: Columns) -> dict[str, Any]:
+def tally_payloads(columns: Columns, held: Sequence[str] = PAYLOAD_FIELDS) -> dict[str, Any]:
     """The raw counts of a payload scan (JSON, independent of the configured model), from its columns.
 
-    A field is present on a point when its value is neither missing, ``None`` nor ``""``.
+    A field is present on a point when its value is neither missing, ``None`` nor ``""``; completeness counts
+    the ``held`` fields only (those the collection has at all). Duplicates are counted by ``content_hash`` where
+    the collection holds one, else by a digest of the text itself.
     """
-    fields = list(PAYLOAD_FIELDS)
+    fields = list(held)
     carried = {f: [v is not None and v != "" for v in columns[f]] for f in fields}
-    hashes = Counter(str(h) for h in columns["content_hash"] if h)
+    if "content_hash" in held:
+        hashes = Counter(str(h) for h in columns["content_hash"] if h)
+    else:
+        hashes = Counter(hashlib.sha256(" ".join(str(t).split()).encode("utf-8", "replace")).hexdigest()
+                         for t in columns["content"] if t)
     return {"points": len(columns), "field_present": {f: sum(flags) for f, flags in carried.items()},
             "complete_points": sum(map(all, zip(*carried.values()))),
             "duplicate_hashes": {h: n for h, n in hashes.items() if n > 1},
@@ -118,13 +128,15 @@ def scan_payloads(store: ReadableStore, collection: str, *, expected_model: str 
     if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
         raise ValidationError(f"batch_size must be a whole number >= 1 (got {batch_size!r})", field="batch_size")
     fields = list(PAYLOAD_FIELDS)
-    tally, _ = shared(run_dir, "payloads", store, collection, fields, lambda: tally_payloads(
-        read_columns(store, collection, fields, batch_size=batch_size, progress=progress)))
+    held = [f for f in PAYLOAD_FIELDS if f in held_fields(store, collection)]
+    tally, _ = shared(run_dir, "payloads", store, collection, held, lambda: tally_payloads(
+        read_columns(store, collection, fields, batch_size=batch_size, progress=progress), held))
     models: dict[str, int] = tally["model_versions"]
     foreign = sum(n for m, n in models.items() if expected_model and m != expected_model)
     scan = PayloadScan(points=tally["points"], field_present=tally["field_present"],
                        complete_points=tally["complete_points"], duplicate_hashes=tally["duplicate_hashes"],
-                       model_versions=models, foreign_model_points=foreign, points_per_file=tally["points_per_file"])
+                       model_versions=models, foreign_model_points=foreign, points_per_file=tally["points_per_file"],
+                       held=held)
     small = size_warning(collection, scan.points)
     if small:
         scan.warnings.append(small)
@@ -169,10 +181,17 @@ def record_completeness(report: NotebookReport, scan: PayloadScan, minimum: floa
         ValidationError: ``minimum`` outside [0, 100].
     """
     _check_thresholds(0, 0.0, minimum)
-    return report.gate(f"metadata completeness >= {minimum:g}%", scan.metadata_completeness >= minimum,
+    name = f"metadata completeness >= {minimum:g}%"
+    if not scan.held:
+        return report.not_applicable(name, "the collection holds none of the fields the workbook reads",
+                                     parameter="min_metadata_completeness")
+    absent = [f for f in PAYLOAD_FIELDS if f not in scan.held]
+    return report.gate(name, scan.metadata_completeness >= minimum,
                        value=round(scan.metadata_completeness, 2), threshold=minimum, rule=">=", unit="%",
                        parameter="min_metadata_completeness",
-                       detail=f"{scan.complete_points}/{scan.points} points carry every payload field")
+                       detail=f"{scan.complete_points}/{scan.points} points carry every payload field"
+                              + (f" the collection holds ({len(scan.held)} of {len(PAYLOAD_FIELDS)}; it never "
+                                 f"holds {', '.join(absent)})" if absent else ""))
 
 
 def _versions(scan: PayloadScan, template: str) -> str:
@@ -202,15 +221,23 @@ def record(report: NotebookReport, scan: PayloadScan, stats: CollectionStats, em
     report.gate(f"duplicate share <= {max_duplicate_share:g}", scan.duplicate_share <= max_duplicate_share,
                 value=round(scan.duplicate_share, 4), threshold=max_duplicate_share, rule="<=", unit="share",
                 parameter="max_duplicate_share",
-                detail=f"{len(scan.duplicate_hashes)} content_hash groups, {scan.extra_copies} extra copies")
-    report.gate("every point embedded with the configured model", scan.foreign_model_points == 0 and scan.points > 0,
-                value=scan.foreign_model_points, threshold=0, rule="==", unit="points",
-                hint="re-ingest the collection with the configured embedder (or configure the model it was built "
-                     "with): vectors of two models do not compare",
-                detail=f"configured {embedder.model}; found {_versions(scan, '{model} ({points})')}")
+                detail=f"{len(scan.duplicate_hashes)} "
+                       f"{'content_hash' if 'content_hash' in scan.held else 'identical-text'} groups, "
+                       f"{scan.extra_copies} extra copies")
+    if "model_version" not in scan.held:
+        report.not_applicable("every point embedded with the configured model",
+                              "the collection stores no model name (nor do most pipelines); notebook 09 checks the "
+                              "model by re-embedding stored chunks")
+    else:
+        report.gate("every point embedded with the configured model",
+                    scan.foreign_model_points == 0 and scan.points > 0,
+                    value=scan.foreign_model_points, threshold=0, rule="==", unit="points",
+                    hint="configure the model the collection was built with (or rebuild the collection with the "
+                         "configured embedder): vectors of two models do not compare",
+                    detail=f"configured {embedder.model}; found {_versions(scan, '{model} ({points})')}")
     report.gate("collection dimension == embedder dimension", stats.dimensions == embedder.dimension,
                 value=stats.dimensions, threshold=embedder.dimension, rule="==", unit="dimensions",
-                hint="the collection was built with another embedding model: configure that model, or re-ingest",
+                hint="the collection was built with another embedding model: configure that model",
                 detail=f"{stats.dimensions} vs {embedder.dimension}")
 
     report.finding(f"{scan.points} points from {len(files)} source files ({min(sizes)}-{max(sizes)} per file), "

@@ -236,6 +236,14 @@ def record(report: NotebookReport, ev: JudgedEvaluation, *, min_precision_at_3: 
     c, k = ev.cutoff, ev.top_k
     (n_top, m_top), (n_all, m_all) = ev.judged_top, ev.judged_all
     counted = "partly relevant or relevant" if ev.min_relevant_grade == 1 else "relevant"
+    if not n_all:
+        why = ("nobody has judged this collection's results yet: open notebooks/13_judgments.ipynb in JupyterLab "
+               "(make lab), set judge, and grade them")
+        report.not_applicable(f"at least {min_precision_at_3:.0%} of top-{c} results are topically related "
+                              "(human judgments)", why, parameter="min_precision_at_3")
+        report.not_applicable(f"the top {c} of every query is judged", why, parameter="min_judged_coverage")
+        report.finding(f"no judgments: {m_all} results of {len(ev.queries)} queries wait for a judge")
+        return
     report.gate(f"at least {min_precision_at_3:.0%} of top-{c} results are topically related (human judgments)",
                 ev.precision_low >= min_precision_at_3, value=round(ev.precision_low, 3),
                 threshold=min_precision_at_3, rule=">=", unit="share", parameter="min_precision_at_3",

@@ -62,9 +62,15 @@ def record(report: NotebookReport, responses: Sequence[SearchResponse], no_match
     report.gate("results ordered by score, highest first", not unordered,
                 detail="not ordered: " + ", ".join(map(repr, unordered)) if unordered
                 else "every query's list is non-increasing")
+    # a field no result carries and none misses is one the collection never holds (its payload roles)
+    seen = {f for resp in responses for r in resp.results for f in PAYLOAD_FIELDS if getattr(r, f) not in (None, "")}
+    seen |= {f for resp in responses for r in resp.results for f in r.missing_fields}
+    unheld = [f for f in PAYLOAD_FIELDS if f not in seen]
+    present = (f"all {len(PAYLOAD_FIELDS)} payload fields present" if not unheld else
+               f"all {len(PAYLOAD_FIELDS) - len(unheld)} fields this collection holds present (it holds no "
+               f"{', '.join(unheld)})")
     report.gate("every result carries full metadata", not missing, value=missing or None,
-                detail="missing: " + ", ".join(missing) if missing
-                else f"all {len(PAYLOAD_FIELDS)} payload fields present")
+                detail="missing: " + ", ".join(missing) if missing else present)
     report.gate("top_k and threshold respected", not beyond, rule="<=", unit="results",
                 value=max((r.total_results for r in responses), default=0), threshold=top_k,
                 hint="the search returned more than top_k results or a score below the threshold: a bug in "

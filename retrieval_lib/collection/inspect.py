@@ -21,10 +21,12 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from retrieval_lib.collection.infer import key_stats
+from retrieval_lib.collection.ours import embedded_text
 from retrieval_lib.collection.roles import ROLE_MEANINGS, ROLES, PayloadRoles
 from retrieval_lib.collection.view import CollectionView
 from retrieval_lib.embedding import Embedder
 from retrieval_lib.percentile import percentile
+from retrieval_lib.stores.scan import page_size
 
 __all__ = ["Inspection", "inspect_collection", "id_form", "id_forms", "mapping_rows", "MATCH_COSINE", "MODEL_SAMPLE"]
 
@@ -82,9 +84,12 @@ class Inspection:
     duplicates: dict[str, Any] = field(default_factory=dict)
     bad_data: dict[str, Any] = field(default_factory=dict)
     checkable: list[dict[str, Any]] = field(default_factory=list)
+    #: the sampled chunks' lengths in the model's tokens (the histogram's data; not in ``as_dict``)
+    tokens: list[int] = field(default_factory=list)
 
     def as_dict(self) -> dict[str, Any]:
         out = asdict(self)
+        out.pop("tokens")
         out["roles"] = {"origin": self.roles.origin, "evidence": dict(self.roles.evidence)}
         out["payload_fields"] = self.roles.as_profile()
         return out
@@ -119,13 +124,16 @@ def _vectors(view: CollectionView, collection: str) -> dict[str, Any]:
 
 
 def _model_check(view: CollectionView, collection: str, sample: list[Any], embedder: Embedder,
-                 alternatives: Sequence[Callable[[], Embedder]], vector_name: str | None) -> dict[str, Any]:
+                 alternatives: Sequence[Callable[[], Embedder]], vector_name: str | None,
+                 ours: bool = False) -> dict[str, Any]:
     pairs: list[tuple[str, list[float]]] = []
+    titled: list[str] = []
     for p in sample:
         text, vector = (p.payload or {}).get("content"), _vector_of(p, vector_name)
         if text and vector:
             pairs.append((text, vector))
-    pairs = pairs[:MODEL_SAMPLE]
+            titled.append(embedded_text(p.payload))
+    pairs, titled = pairs[:MODEL_SAMPLE], titled[:MODEL_SAMPLE]
     out: dict[str, Any] = {"configured": f"{embedder.provider} / {embedder.model}", "sample": len(pairs),
                            "tried": []}
     if not pairs:
@@ -138,8 +146,14 @@ def _model_check(view: CollectionView, collection: str, sample: list[Any], embed
             return {"model": f"{e.provider} / {e.model}", "dimension": e.dimension, "cosine_mean": None,
                     "cosine_min": None, "why": f"makes {e.dimension}-dimensional vectors, the collection holds "
                                                f"{stored_dim}"}
-        fresh = e.embed_documents([t for t, _ in pairs])
-        cos = [_cosine(f, v) for f, (_, v) in zip(fresh, pairs)]
+        # the text as embedded: our ingest embeds "title\ncontent", most pipelines the content alone; the likely
+        # form first, the other only when the first does not match
+        plain = [t for t, _ in pairs]
+        forms = [titled, plain] if ours else [plain, titled]
+        cos = [_cosine(f, v) for f, (_, v) in zip(e.embed_documents(forms[0]), pairs)]
+        if forms[1] != forms[0] and sum(cos) / len(cos) < MATCH_COSINE:
+            again = [_cosine(f, v) for f, (_, v) in zip(e.embed_documents(forms[1]), pairs)]
+            cos = max(cos, again, key=lambda c: sum(c) / len(c))
         return {"model": f"{e.provider} / {e.model}", "dimension": e.dimension,
                 "cosine_mean": round(sum(cos) / len(cos), 4), "cosine_min": round(min(cos), 4), "why": ""}
 
@@ -192,9 +206,7 @@ def _checkable(roles: PayloadRoles, *, metadata_db: bool, model_matched: bool | 
         row("chunk lengths against the model's window (12)", text, "from the chunk texts" if text
             else "needs the chunk text"),
         row("metadata rows against points (08)", metadata_db, "a metadata database is configured" if metadata_db
-            else "no metadata database (DATABASE_URL): the service answers from the payload"),
-        row("golden queries and judged relevance (05, 13)", False,
-            "need a golden set and judgments for this book (params); a sample book's do not apply"),
+            else "no metadata database for this collection (DATABASE_URL): the service answers from the payload"),
     ]
 
 
@@ -226,12 +238,12 @@ def inspect_collection(view: CollectionView, collection: str, embedder: Embedder
     digests: Counter[str] = Counter()
     examples: dict[str, str] = {}
     empty = 0
-    for p in view.scroll(collection, with_payload=["content"], batch_size=2_000):
+    for p in view.scroll(collection, with_payload=["content"], batch_size=page_size(view, points)):
         text = (p.payload or {}).get("content")
         if not text:
             empty += 1
             continue
-        d = hashlib.sha1(" ".join(text.split()).encode("utf-8", "replace")).hexdigest()
+        d = hashlib.blake2b(text.strip().encode("utf-8", "replace"), digest_size=16).hexdigest()
         digests[d] += 1
         examples.setdefault(d, text[:60])
     dup_groups = {d: c for d, c in digests.items() if c > 1}
@@ -243,11 +255,11 @@ def inspect_collection(view: CollectionView, collection: str, embedder: Embedder
 
     # the model, on a sample with vectors
     sample_ids = [p.id for p in raw[:MODEL_SAMPLE * 2]]
-    with_vectors = view.retrieve(collection, sample_ids, with_vectors=True, with_payload=["content"])
+    with_vectors = view.retrieve(collection, sample_ids, with_vectors=True, with_payload=["content", "title"])
     missing_vectors = sum(1 for p in with_vectors if _vector_of(p, vectors.get("used") if vectors["named"] else None)
                           is None)
     model = _model_check(view, collection, with_vectors, embedder, alternatives,
-                         vectors.get("used") if vectors["named"] else None)
+                         vectors.get("used") if vectors["named"] else None, ours=view.owned(collection) is True)
     say(f"model check: {model.get('verdict')}")
 
     # lengths in the configured model's tokenizer, against its window
@@ -265,7 +277,7 @@ def inspect_collection(view: CollectionView, collection: str, embedder: Embedder
            "points_without_text": empty, "sampled_points_without_vector": missing_vectors}
     checkable = _checkable(roles, metadata_db=metadata_db, model_matched=bool(model.get("matched")))
     return Inspection(collection, view.location, points, vectors, dict(ids), keys, roles, view.owned(collection),
-                      model, lengths, duplicates, bad, checkable)
+                      model, lengths, duplicates, bad, checkable, tokens)
 
 
 def mapping_rows(inspection: Inspection) -> list[dict[str, str]]:

@@ -12,7 +12,7 @@ import uuid
 from collections.abc import Iterable
 from typing import Any
 
-__all__ = ["ID_NAMESPACE", "point_id_for", "written_by_us", "rebuild_advice"]
+__all__ = ["ID_NAMESPACE", "point_id_for", "written_by_us", "rebuild_advice", "embedded_text"]
 
 ID_NAMESPACE = uuid.UUID("6f0d7c59-3a1e-4f55-9d7e-1c5b2a9e8f10")
 
@@ -48,3 +48,15 @@ def rebuild_advice(owned: bool) -> str:
         return "rebuild it with this model (`python -m retrieval_lib ingest --recreate`)"
     return ("re-embed it with your own pipeline (the workbook never rewrites a collection it did not build), or "
             "set EMBEDDING_PROVIDER/EMBEDDING_MODEL to the model that built it")
+
+
+def embedded_text(record: dict[str, Any]) -> str:
+    """The text our ingest embeds for a chunk: its document title, a newline, then its ``content``.
+
+    Mirrors ``retrieval_lib.ingest.pipeline.prepare_documents`` (``embed_text``); ``tests/test_contract.py``
+    checks the two agree on the sample book. A chunk without a title is embedded as its content alone (as most
+    teams' pipelines embed every chunk).
+    """
+    content = str(record.get("content") or "")
+    title = record.get("title")
+    return f"{title}\n{content}" if isinstance(title, str) and title else content

@@ -174,13 +174,15 @@ class PayloadRoles:
         return None
 
     def read(self, payload: Mapping[str, Any] | None, point_id: Any = None,
-             stats: ReadStats | None = None) -> dict[str, Any]:
-        """The workbook's record of one point: every role's value (None where the point has none).
+             stats: ReadStats | None = None, only: Sequence[str] | None = None) -> dict[str, Any]:
+        """The workbook's record of one point: every role's value (None where the point has none), or the roles
+        in ``only`` (what a scan asked for).
 
         ``chunk_id`` falls back to the point id, which every point has.
         """
-        record = {role: self.value(payload, role, stats) for role in ROLES}
-        if record["chunk_id"] is None and point_id is not None:
+        wanted = ROLES if only is None else [r for r in ROLES if r in only]
+        record = {role: self.value(payload, role, stats) for role in wanted}
+        if record.get("chunk_id", 0) is None and point_id is not None:
             record["chunk_id"] = str(point_id)
         return record
 

@@ -17,13 +17,13 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.collection.infer import infer_roles
 from retrieval_lib.collection.ours import written_by_us
-from retrieval_lib.collection.roles import DEFAULT_ROLES, PayloadRoles, ReadStats
+from retrieval_lib.collection.roles import DEFAULT_ROLES, ROLES, PayloadRoles, ReadStats
 from retrieval_lib.errors import ReadOnlyError
 
 if TYPE_CHECKING:
     from retrieval_lib.stores import IndexInfo, ReadableStore
 
-__all__ = ["CollectionView", "SAMPLE_POINTS"]
+__all__ = ["CollectionView", "SAMPLE_POINTS", "held_fields"]
 
 _SCAN_PAGE = 2_000
 #: Points read to infer the mapping (payloads only; one page).
@@ -192,10 +192,11 @@ class CollectionView:
                batch_size: int = 256, query_filter: Any = None) -> Iterator[Any]:
         payload = self._payload(collection, with_payload)
         roles = self.roles_for(collection)
+        only = None if isinstance(with_payload, bool) else list(with_payload)
         for p in self.store.scroll(collection, with_payload=payload, with_vectors=with_vectors,
                                    batch_size=batch_size, query_filter=self._filter(collection, query_filter)):
             if payload is not False:
-                p.payload = roles.read(p.payload, p.id, self.read_stats)
+                p.payload = roles.read(p.payload, p.id, self.read_stats, only)
             yield p
 
     def distinct_values(self, collection: str, key: str, limit: int = 100_000) -> dict[str, int]:
@@ -245,3 +246,12 @@ def _first(points: Iterator[Any], n: int) -> list[Any]:
         if len(out) >= n:
             break
     return out
+
+
+def held_fields(store: Any, collection: str) -> list[str]:
+    """The fields ``collection`` holds at all, in :data:`ROLES` order: through its payload roles when ``store``
+    is a :class:`CollectionView`, every field for a bare store (our own schema)."""
+    if isinstance(store, CollectionView):
+        roles = store.roles_for(collection)
+        return [r for r in ROLES if roles.has(r)]
+    return list(ROLES)

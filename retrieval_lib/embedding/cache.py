@@ -3,7 +3,9 @@
 Notebooks of one run execute in separate kernels, so the cache is a file in the run folder,
 ``<run>/cache/query_embeddings.json``: ``{"format": 1, "entries": {key: vector}}``. A key is
 the SHA-256 of provider, model, input type and text, so a vector is reused only for the exact
-same request; the file holds hashes and vectors, never a text, a key or a setting. It is written
+same request (a reduced dimension counts as another model: ``model/256``; the input type is the provider's own query
+type, ``search_query`` for Cohere, ``RETRIEVAL_QUERY`` for Gemini); the file holds hashes and vectors, never a text, a
+key or a setting. It is written
 atomically (a temporary file, then ``os.replace``), merged with what another writer saved first,
 and an unreadable file counts as empty (the queries are embedded again). Documents are never
 cached: ingest embeds each chunk once by construction.
@@ -28,7 +30,9 @@ from typing import Any
 __all__ = ["QueryCache", "CachedEmbedder", "EmbedUsage", "query_key", "cache_file",
            "MAX_BATCH", "total_usage", "embedding_totals", "prefetch_run"]
 
-#: Texts per embed call: Cohere's limit, and the batch search and ingest use.
+#: Texts per embed call: Cohere's limit, and the batch search and ingest use. Each embedder batches to its own
+#: provider's limit inside (``retrieval_lib.embedding.base.PROVIDERS``); this counts calls of an embedder that
+#: does not count its own.
 MAX_BATCH = 96
 QUERY = "search_query"
 CACHE_FORMAT = 1
@@ -121,6 +125,10 @@ class CachedEmbedder:
         self.model = inner.model
         self.dimension = inner.dimension
         self.max_tokens = getattr(inner, "max_tokens", 512)
+        native = getattr(inner, "native_dimension", None)
+        #: the model as the cache keys it: a reduced dimension is another model's vectors
+        self._key_model = self.model if not native or native == self.dimension else f"{self.model}/{self.dimension}"
+        self._query_type = str(getattr(inner, "query_type", QUERY)) if hasattr(inner, "embed_as") else QUERY
         self._lock = threading.Lock()
         self._asked = 0  # query texts asked for through the cache
         self._sent_queries = 0  # of those, texts sent to the service
@@ -132,6 +140,13 @@ class CachedEmbedder:
 
     def __repr__(self) -> str:
         return repr(self.inner)
+
+    def __getattr__(self, name: str) -> Any:
+        # what only some embedders have (input_types, embed_as, max_batch, native_dimension, dimensions_offered,
+        # normalised, close): the inner embedder's. Documents, and every embed_as, are never cached.
+        if name.startswith("__") or name == "inner":
+            raise AttributeError(name)
+        return getattr(self.inner, name)
 
     def _send(self, texts: list[str], documents: bool) -> list[list[float]]:
         if not texts:
@@ -150,7 +165,7 @@ class CachedEmbedder:
         with self._lock:
             self._asked += len(texts)
         self.prefetch(texts)
-        keys = [query_key(self.provider, self.model, QUERY, t) for t in texts]
+        keys = [query_key(self.provider, self._key_model, self._query_type, t) for t in texts]
         found = [self.cache.get(k) for k in keys]
         return [list(v) for v in found if v is not None]
 
@@ -158,7 +173,7 @@ class CachedEmbedder:
         """Embed every distinct query not yet cached, in as few calls as the service allows; returns how many."""
         if self.cache is None:
             return 0
-        keys = {t: query_key(self.provider, self.model, QUERY, t) for t in texts}
+        keys = {t: query_key(self.provider, self._key_model, self._query_type, t) for t in texts}
         todo = [t for t, k in keys.items() if self.cache.get(k) is None]
         if todo:
             vectors = self._send(todo, documents=False)

@@ -21,13 +21,14 @@ from collections import Counter, defaultdict
 from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
+from itertools import islice
 from pathlib import Path
 from typing import Any
 
-from retrieval_lib.collection.ours import point_id_for
+from retrieval_lib.collection.ours import point_id_for, written_by_us
 from retrieval_lib.config import Settings, load_settings
 from retrieval_lib.embedding.providers import COHERE_MAX_BATCH, Embedder, make_embedder
-from retrieval_lib.errors import ConfigurationError
+from retrieval_lib.errors import ConfigurationError, ReadOnlyError
 from retrieval_lib.ingest.chunking import CHUNKER_VERSION, chunk_markdown, model_window
 from retrieval_lib.ingest.documents import MarkdownDoc, discover_documents, is_stub, read_document
 from retrieval_lib.search import ensure_compatible
@@ -207,6 +208,28 @@ def _batched(items: list[Any], size: int) -> Iterable[list[Any]]:
         yield items[start:start + size]
 
 
+#: Points read to tell whether this ingest wrote a collection (their ids against its own id scheme).
+OWNER_SAMPLE = 256
+
+
+def refuse_foreign(store: VectorStore, collection: str) -> None:
+    """Raise unless ``collection`` is absent, empty, or written by this ingest (judged on a sample of its points).
+
+    Raises:
+        ReadOnlyError: another pipeline wrote its points.
+    """
+    if not store.exists(collection):
+        return
+    sample = [(p.id, p.payload) for p in islice(store.scroll(
+        collection, with_payload=["source_file", "chunk_sequence"], batch_size=OWNER_SAMPLE), OWNER_SAMPLE)]
+    if written_by_us(sample) is False:
+        raise ReadOnlyError(
+            f"collection {collection!r} holds points that this workbook's ingest did not write (their ids or "
+            "payload are another pipeline's): ingest never writes into, or recreates, a team's own collection. "
+            "Ingest the demo book into another collection (--collection NAME); to write into this one anyway, "
+            "pass --allow-foreign-collection", collection=collection)
+
+
 def ingest(
     store: VectorStore,
     embedder: Embedder,
@@ -219,10 +242,15 @@ def ingest(
     overlap_tokens: int = 40,
     batch_size: int = COHERE_MAX_BATCH,
     progress: bool = True,
+    allow_foreign: bool = False,
 ) -> IngestSummary:
     """Bring ``collection`` in line with the documents under ``docs_dir``.
 
+    ``allow_foreign``: write (or with ``recreate``, drop and rebuild) even a collection whose points another
+    pipeline wrote. By default such a collection is refused before anything is read from the book.
+
     Raises:
+        ReadOnlyError: ``collection`` holds points this ingest did not write (and ``allow_foreign`` is False).
         DocumentError: a document cannot be read (nothing was written).
         ModelMismatchError: the collection was built with another model or
             dimension (use ``recreate=True``).
@@ -233,6 +261,8 @@ def ingest(
     from tqdm import tqdm
 
     started = datetime.now(UTC)
+    if not allow_foreign:
+        refuse_foreign(store, collection)
     prepared, hashes, skipped = prepare_documents(docs_dir, embedder, base_url=base_url,
                                                   max_tokens=max_tokens, overlap_tokens=overlap_tokens)
     summary = IngestSummary(collection=collection, skipped=skipped, files_skipped=len(skipped))
@@ -296,6 +326,7 @@ def ingest_from_settings(
     base_url: str | None = None,
     recreate: bool = False,
     progress: bool = True,
+    allow_foreign: bool = False,
     settings: Settings | None = None,
 ) -> IngestSummary:
     """:func:`ingest` with the configured store and embedder (what the CLI calls)."""
@@ -303,4 +334,5 @@ def ingest_from_settings(
     embedder = make_embedder(settings)
     with open_store(settings) as store:
         return ingest(store, embedder, collection or settings.collection_name, docs_dir or SAMPLE_BOOK,
-                      base_url=base_url or DEFAULT_BASE_URL, recreate=recreate, progress=progress)
+                      base_url=base_url or DEFAULT_BASE_URL, recreate=recreate, progress=progress,
+                      allow_foreign=allow_foreign)

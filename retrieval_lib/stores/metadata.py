@@ -36,7 +36,7 @@ from retrieval_lib.errors import DatabaseUnavailableError
 from retrieval_lib.stores.scan import iter_points
 
 __all__ = ["ROW_FIELDS", "TableMapping", "CHUNKS", "SEED003_DOCUMENTS", "MetadataDB", "SyncSummary",
-           "row_from_payload", "slug_of", "SQLITE_NAME", "sync_from_settings"]
+           "row_from_payload", "slug_of", "SQLITE_NAME", "sync_from_settings", "metadata_configured"]
 
 #: The columns of table ``chunks`` after ``chunk_id`` (issue 10, FR-004).
 ROW_FIELDS: tuple[str, ...] = (
@@ -367,3 +367,11 @@ def sync_from_settings(settings: Settings, collection: str | None = None) -> Syn
 
     with open_store(settings) as store, MetadataDB.from_settings(settings) as db:
         return db.sync_collection(store, collection or settings.collection_name)
+
+
+def metadata_configured(settings: Settings, owned: bool | None) -> bool:
+    """Whether a metadata database exists for a collection: ``DATABASE_URL``, or, for a collection our own ingest
+    built in an embedded store, the SQLite file beside it (a team's collection has no rows there)."""
+    if settings.database_url:
+        return True
+    return not settings.qdrant_url and owned is not False and (Path(settings.qdrant_path) / SQLITE_NAME).exists()

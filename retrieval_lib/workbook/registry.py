@@ -16,6 +16,7 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any, Protocol
 
+from retrieval_lib.collection.inspect import MODEL_SAMPLE
 from retrieval_lib.errors import ValidationError
 
 __all__ = ["NotebookSpec", "NotebookPlan", "PlanInputs", "NOTEBOOKS", "notebook_spec", "spec_for_stem"]
@@ -103,6 +104,13 @@ class NotebookSpec:
 
 # --------------------------------------------------------------------------- each notebook's embed plan
 
+def _plan_holdings(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    s = MODEL_SAMPLE
+    n.calls, n.texts = x.calls_for(s), s
+    n.formula = f"{s} stored chunks re-embedded as documents to check the model, {x.calls_text(s)} (never cached)"
+    n.conditional = f"+ {x.calls_for(s)} per other model tried when the configured one does not match"
+
+
 def _plan_query(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
     n.queries = list(v["queries"])
 
@@ -155,7 +163,8 @@ def _plan_contract(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None
     n.queries = x.probe_queries(s, int(v["contract_seed"]))
     n.calls, n.texts = x.calls_for(s), s
     n.formula = f"{s} stored chunks re-embedded as documents, {x.calls_text(s)} (documents are never cached)"
-    n.conditional = f"+ up to {x.calls_for(s)} when the cosine gate fails (the diagnosis embeds the worst as queries)"
+    n.conditional = ("+ more when a cosine is low: the content re-embedded alone, then the diagnosis re-embeds the "
+                     "worst under each of the provider's input types")
 
 
 def _plan_chunks(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
@@ -170,6 +179,9 @@ def _plan_judgments(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> Non
 # --------------------------------------------------------------------------- the records
 
 NOTEBOOKS: tuple[NotebookSpec, ...] = (
+    NotebookSpec(
+        "00_collection", "What does this collection hold?", ("seed 004",), ("holdings",), ("run_dir",),
+        command="inspect", plan=_plan_holdings),
     NotebookSpec(
         "01_query", "Does a question bring back the right chunks, with full metadata?",
         ("seed 000 US1", "seed 000 US2", "seed 000 US4", "seed 000 FR-007"), ("query",),

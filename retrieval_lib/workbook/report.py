@@ -23,12 +23,12 @@ from dataclasses import asdict, dataclass
 from pathlib import Path
 from typing import Any
 
+from retrieval_lib.collection import CollectionView
 from retrieval_lib.config import Settings, load_settings, resolve_run_dir
 from retrieval_lib.embedding.cache import CachedEmbedder, EmbedUsage, QueryCache, cache_file, total_usage
 from retrieval_lib.embedding.providers import make_embedder
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.search import Retriever
-from retrieval_lib.stores import ReadableStore
 from retrieval_lib.workbook.registry import spec_for_stem
 
 __all__ = ["Gate", "gate_state", "MARKS", "NotebookReport", "NotebookRun", "open_run", "resolve_run_dir"]
@@ -282,8 +282,8 @@ class NotebookRun:
         return self._retriever
 
     @property
-    def store(self) -> ReadableStore:
-        """The retriever's :class:`~retrieval_lib.stores.VectorStore`."""
+    def store(self) -> CollectionView:
+        """The retriever's store, read through the collection's payload roles (never written)."""
         return self.retriever.store
 
     @property

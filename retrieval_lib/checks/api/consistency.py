@@ -13,8 +13,16 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval_lib.collection import CollectionView
 from retrieval_lib.config import Settings
-from retrieval_lib.stores.metadata import CHUNKS, ROW_FIELDS, SEED003_DOCUMENTS, MetadataDB, slug_of
+from retrieval_lib.stores.metadata import (
+    CHUNKS,
+    ROW_FIELDS,
+    SEED003_DOCUMENTS,
+    MetadataDB,
+    metadata_configured,
+    slug_of,
+)
 from retrieval_lib.stores.scan import iter_points
 from retrieval_lib.workbook.report import NotebookReport
 
@@ -47,6 +55,8 @@ class MetadataConsistency:
     rows_without_point: int = 0
     differing_fields: dict[str, int] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
+    #: why there is nothing to compare (no metadata database for this collection), or "" when compared
+    not_applicable: str = ""
 
     @property
     def differing(self) -> int:
@@ -118,12 +128,21 @@ def check(settings: Settings, store: Any, collection: str, *, table: str = "chun
     if table not in TABLES:
         raise ValidationError(f"metadata_table must be one of {', '.join(TABLES)} (got {table!r})",
                               field="metadata_table")
+    # the embedded SQLite file is our own ingest's, for the collections it built; a team's collection has its
+    # metadata, if any, in its own database (DATABASE_URL)
+    owned = store.owned(collection) if isinstance(store, CollectionView) else True
+    if not metadata_configured(settings, owned):
+        return MetadataConsistency(not_applicable="no metadata database for this collection (DATABASE_URL is "
+                                                  "not set): the service answers from the payload")
     with MetadataDB.from_settings(settings, create=False, mapping=TABLES[table]) as db:
         return compare_store(store, collection, db)
 
 
 def record(report: NotebookReport, result: MetadataConsistency) -> None:
     """Gate: every point has its row, every row its point, and the fields agree; counts as metrics."""
+    if result.not_applicable:
+        report.not_applicable("metadata rows and vector points agree", result.not_applicable)
+        return
     for name in ("points", "rows", "points_without_row", "rows_without_point", "unkeyed_points", "differing"):
         report.metric(f"metadata_{name}", getattr(result, name))
     differing = ", ".join(f"{k} {n}" for k, n in sorted(result.differing_fields.items())) or "none"

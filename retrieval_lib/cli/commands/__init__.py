@@ -28,7 +28,7 @@ from typing import Any
 from retrieval_lib.workbook.registry import NotebookSpec
 from retrieval_lib.workbook.report import gate_state
 
-__all__ = ["command_modules", "print_json", "gate_exit_code", "profile_keys"]
+__all__ = ["command_modules", "print_json", "gate_exit_code", "profile_keys", "mapping_note"]
 
 
 def command_modules() -> list[ModuleType]:
@@ -42,6 +42,13 @@ def print_json(data: object) -> None:
     """``data`` as indented JSON on stdout (non-JSON values as their ``str``)."""
     json.dump(data, sys.stdout, indent=2, ensure_ascii=False, default=str)
     sys.stdout.write("\n")
+
+
+def mapping_note(view: Any, collection: str) -> None:
+    """The one line that says how a collection's payloads are read, on stderr, when they are not our own schema
+    (inferred from a sample, or a profile's ``payload_fields``)."""
+    if view.roles_for(collection).origin != "default":
+        print(f"note: {view.describe(collection)}", file=sys.stderr)
 
 
 def gate_exit_code(gates: Iterable[Any]) -> int:

@@ -26,7 +26,9 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--collection", help="collection name (default QDRANT_COLLECTION_NAME)")
     p.add_argument("--base-url", default=None,
                    help="site URL the routes hang off (default https://physical-ai-book.example)")
-    p.add_argument("--recreate", action="store_true", help="drop and rebuild the collection")
+    p.add_argument("--recreate", action="store_true", help="drop and rebuild the collection (only one it built)")
+    p.add_argument("--allow-foreign-collection", action="store_true",
+                   help="write into a collection another pipeline built (refused by default: it is the team's data)")
     p.add_argument("--json", action="store_true", help="print the summary as JSON")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar")
     p.set_defaults(func=run)
@@ -41,6 +43,7 @@ def run(args: argparse.Namespace) -> int:
     summary = ingest_from_settings(
         docs_dir=args.docs_dir, collection=args.collection, base_url=args.base_url,
         recreate=args.recreate, progress=not args.quiet, settings=settings,
+        allow_foreign=args.allow_foreign_collection,
     )
     # the metadata rows (seed 003) follow the points; a full reconcile, so a killed run converges when re-run
     rows = sync_from_settings(settings, args.collection)

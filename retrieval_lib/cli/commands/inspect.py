@@ -38,14 +38,13 @@ def run(args: argparse.Namespace) -> int:
     from retrieval_lib.config import load_settings
     from retrieval_lib.embedding import LocalEmbedder, make_embedder
     from retrieval_lib.search import open_collection
-    from retrieval_lib.stores.metadata import SQLITE_NAME
+    from retrieval_lib.stores.metadata import metadata_configured
 
     settings = load_settings()
     embedder = make_embedder(settings)
-    metadata_db = bool(settings.database_url) or (not settings.qdrant_url
-                                                  and (Path(settings.qdrant_path) / SQLITE_NAME).exists())
     quiet = bool(args.json)
     with open_collection(settings) as view:
+        metadata_db = metadata_configured(settings, view.owned(settings.collection_name))
         found = inspect_collection(view, settings.collection_name, embedder, alternatives=[LocalEmbedder],
                                    metadata_db=metadata_db,
                                    progress=None if quiet else (lambda line: print(f"… {line}", file=sys.stderr)))
@@ -69,12 +68,13 @@ def write_profile(path: Path, found: Inspection) -> None:
         "payload_fields": found.roles.as_profile(),
         # the sample book's golden set, query sets and judgments describe another book: not applicable here
         "golden_set": "",
-        "judgments": "",
+        "judgments": f"params/judgments/{found.collection}.yaml",
     }
     head = (f"# Written by `python -m retrieval_lib inspect` on {datetime.now(UTC):%Y-%m-%d} for collection "
             f"{found.collection!r}.\n# payload_fields: which of its payload keys holds each field the workbook "
-            "reads (edit if a guess is wrong).\n# golden_set, judgments: none for this book yet, so their gates "
-            "are not applicable; every other value is the notebooks' default.\n")
+            "reads (edit if a guess is wrong).\n# golden_set: none for this book yet; judgments: its own file, "
+            "empty until someone grades results in notebook 13.\n# Their gates are not applicable until then; every "
+            "other value is the notebooks' default.\n")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(head + yaml.safe_dump(profile, sort_keys=False, allow_unicode=True), encoding="utf-8")
 

@@ -52,15 +52,24 @@ class RunPlan:
     def prefetch_calls(self) -> int:
         return self.calls_for(len(self.prefetch))
 
+    @property
+    def remote(self) -> bool:
+        """The provider is an API (Cohere, OpenAI, Gemini): calls are requests of at most ``batch`` texts."""
+        from retrieval_lib.embedding.providers import provider_info
+
+        return provider_info(self.provider).remote
+
     def calls_text(self, texts: int) -> str:
-        """How :meth:`calls_for` counts, in words: ``⌈30/96⌉`` for Cohere, ``1`` for a local model."""
-        return f"⌈{texts}/{self.batch}⌉" if self.provider == "cohere" else str(self.calls_for(texts))
+        """How :meth:`calls_for` counts, in words: ``⌈30/96⌉`` for Cohere (``⌈30/100⌉`` Gemini, ``⌈30/2048⌉``
+        OpenAI), ``1`` for a local model."""
+        return f"⌈{texts}/{self.batch}⌉" if self.remote else str(self.calls_for(texts))
 
     def calls_for(self, texts: int) -> int:
-        """Requests needed for ``texts`` texts sent together (local models: one encode call)."""
+        """Requests needed for ``texts`` texts sent together, at the provider's batch size (local models: one
+        encode call)."""
         if not texts:
             return 0
-        return math.ceil(texts / self.batch) if self.provider == "cohere" else 1
+        return math.ceil(texts / self.batch) if self.remote else 1
 
     @property
     def declared_calls(self) -> int:
@@ -181,11 +190,11 @@ def plan_run(params: dict[str, Any], notebooks: Sequence[Path], settings: Any, *
         ParamsError: a golden set or query set named by the params cannot be read.
         CollectionNotFoundError, VectorStoreError: the collection cannot be read (03's headings, 09's sample).
     """
-    from retrieval_lib.embedding.providers import COHERE_MAX_BATCH
+    from retrieval_lib.embedding.providers import batch_limit
     from retrieval_lib.stores import open_store
 
     provider, model = settings.embedding_provider, settings.embedding_model
-    plan = RunPlan(provider, str(model), COHERE_MAX_BATCH if provider == "cohere" else 64, [], [])
+    plan = RunPlan(provider, str(model), batch_limit(provider), [], [])
     inputs = _Inputs(plan, lambda: open_store(settings), settings.collection_name, store)
     try:
         for nb in notebooks:
@@ -205,12 +214,12 @@ def prefetch_queries(params: dict[str, Any], notebooks: Sequence[Path], settings
 
 def lines(plan: RunPlan) -> list[str]:
     """The plan as a table a person reads: one row per notebook, then the totals."""
-    bill = "an API bill" if plan.provider == "cohere" else "a model on this machine: no API bill"
+    bill = "an API bill" if plan.remote else "a model on this machine: no API bill"
     out = [f"embedding plan: {plan.provider} / {plan.model} ({bill}); {plan.batch} texts per call",
            f"{'':24} {'calls':>5} {'texts':>6}  how",
            f"{'prefetch (run start)':24} {plan.prefetch_calls:>5} {len(plan.prefetch):>6}  "
            f"every distinct query of the cache-reading notebooks, once: {plan.calls_text(len(plan.prefetch))}"
-           if plan.provider == "cohere" else
+           if plan.remote else
            f"{'prefetch (run start)':24} {plan.prefetch_calls:>5} {len(plan.prefetch):>6}  "
            f"every distinct query of the cache-reading notebooks, once"]
     for n in plan.notebooks:

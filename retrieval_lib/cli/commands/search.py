@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from retrieval_lib.cli.commands import print_json
+from retrieval_lib.cli.commands import mapping_note, print_json
 
 NAME = "search"
 #: Place in ``--help``: the everyday commands first.
@@ -40,6 +40,7 @@ def run(args: argparse.Namespace) -> int:
     with Retriever.from_settings(settings) as retriever:
         response = retriever.search(args.query, top_k=args.top_k, similarity_threshold=args.similarity_threshold,
                                     source_prefix=args.source_prefix, section=args.section)
+        mapping_note(retriever.store, retriever.collection)
     if args.json:
         print_json(response.model_dump(mode="json"))
         return 0
@@ -54,7 +55,8 @@ def run(args: argparse.Namespace) -> int:
     print(f"{response.total_results} results for {response.query_text!r} "
           f"({response.execution_time_ms:.0f} ms: embed {response.embed_ms:.0f}, search {response.search_ms:.0f})")
     for rank, r in enumerate(response.results, 1):
-        print(f"\n{rank}. {r.similarity_score:.3f}  {r.source_file}  §{r.section_title}")
+        where = f"§{r.section_title}" if r.section_title else (f"«{r.title}»" if r.title else "")
+        print(f"\n{rank}. {r.similarity_score:.3f}  {r.source_file or r.source_url or r.point_id}  {where}".rstrip())
         print(f"   {r.source_url}")
         preview = " ".join((r.content or "").split())
         print(f"   {preview[:200]}{'…' if len(preview) > 200 else ''}")

@@ -6,7 +6,7 @@ import argparse
 import sys
 from typing import Any
 
-from retrieval_lib.cli.commands import print_json
+from retrieval_lib.cli.commands import mapping_note, print_json
 from retrieval_lib.models import CollectionStats
 
 NAME = "stats"
@@ -24,11 +24,13 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from retrieval_lib.config import load_settings
-    from retrieval_lib.stores import collection_stats, open_store
+    from retrieval_lib.search import open_collection
+    from retrieval_lib.stores import collection_stats
 
     settings = load_settings()
-    with open_store(settings) as store:
-        stats = collection_stats(store, settings.collection_name)
+    with open_collection(settings) as view:
+        stats = collection_stats(view, settings.collection_name)
+        mapping_note(view, settings.collection_name)
     if args.json:
         print_json(stats.model_dump(mode="json"))
         return 0
@@ -47,7 +49,9 @@ def stats_lines(stats: CollectionStats) -> list[str]:
     def shown(field: str, value: object, unit: str = "") -> str:
         return f"not reported ({why[field]})" if value is None and field in why else format_value(value, unit)
 
-    models = ", ".join(f"{m} ({n:,} points)" for m, n in (stats.models or {}).items()) or shown("models", None)
+    stored = "not stored in the payload (`probe` checks it by re-embedding)"
+    models = ", ".join(f"{m} ({n:,} points)" for m, n in (stats.models or {}).items()) or (
+        stored if stats.models == {} else shown("models", None))
     rows = [
         ("collection", stats.collection), ("location", stats.location),
         ("points", shown("vector_count", stats.vector_count)), ("dimension", shown("dimensions", stats.dimensions)),

