@@ -160,7 +160,7 @@ def test_unknown_notebook_selection_lists_the_notebooks():
 def test_interrupted_run_is_marked_and_earlier_runs_stay_intact(tmp_path):
     earlier = run(tmp_path, "01", gate_value=1, threshold=1)
     earlier_summary = (earlier.run_dir / "summary.json").read_text()
-    params = write_params(tmp_path, "slow.yaml", gate_value=1, threshold=1, sleep_s=60)
+    params = write_params(tmp_path, "slow.yaml", gate_value=1, threshold=1, sleep_s=20)
     code = ("import sys; from retrieval_lib.workbook.runner import run_workbook; "
             f"r = run_workbook({str(params)!r}, notebooks='01,03', out_dir={str(tmp_path / 'out')!r}, "
             f"progress=False, notebook_dir={str(FIXTURES)!r}); sys.exit(r.exit_code)")

@@ -289,6 +289,7 @@ def mapping_rows(inspection: Inspection) -> list[dict[str, str]]:
         where = " / ".join(keys) if keys else ""
         if role == "source_file" and roles.derive_source_file:
             where = (where + " / " if where else "") + f"path of {roles.keys_of('source_url')[0]}"
+        missing = "no key found: the point id stands in" if role == "chunk_id" else "no key found"
         rows.append({"role": role, "payload key": where or "-", "meaning": ROLE_MEANINGS[role],
-                     "evidence": roles.evidence.get(role, "" if where else "no key found")})
+                     "evidence": roles.evidence.get(role, "" if where else missing)})
     return rows
