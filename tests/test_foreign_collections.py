@@ -144,3 +144,25 @@ def test_our_own_collection_reads_with_the_default_mapping(book):
     view = CollectionView(book.store)
     assert view.owned(SAMPLE_COLLECTION) is True
     assert view.roles_for(SAMPLE_COLLECTION).origin == "default"
+
+
+def test_the_service_answers_a_collection_without_a_metadata_database_from_its_payload(shaped, embedder, tmp_path):
+    from fastapi.testclient import TestClient
+
+    from retrieval_lib.config import load_settings
+    from retrieval_lib.service import create_app
+
+    i = list(SHAPES).index("md5 ids, text/url/title/chunk_index (#13)")
+    settings = load_settings({"QDRANT_PATH": str(tmp_path / "nowhere"), "QDRANT_COLLECTION_NAME": f"shape{i}"},
+                             dotenv_path=tmp_path / "no.env")
+    retriever = Retriever(CollectionView(shaped), embedder, f"shape{i}")
+    with TestClient(create_app(settings, retriever=retriever)) as client:
+        health = client.get("/health")
+        assert health.status_code == 200
+        database = health.json()["dependencies"]["database"]
+        assert database["configured"] is False and "not configured" in database["detail"]
+        answer = client.post("/search", json={"query": "What is ROS 2?", "top_k": 3}).json()
+    top = answer["results"][0]
+    assert top["snippet"].startswith("ROS 2, the Robot Operating System") and top["source_path"].startswith("docs/")
+    assert not any("metadata row" in w for w in answer["warnings"])
+    assert not (tmp_path / "nowhere").exists()  # nothing was created beside a store it only reads

@@ -22,13 +22,12 @@ from fastapi import FastAPI
 from retrieval_lib.config import Settings, load_settings
 from retrieval_lib.embedding.providers import make_embedder
 from retrieval_lib.errors import RetrievalError
-from retrieval_lib.search import Retriever
+from retrieval_lib.search import Retriever, open_collection
 from retrieval_lib.service.guard import RequestGuard
 from retrieval_lib.service.handlers import install_handlers, without_422
 from retrieval_lib.service.querylog import QueryLog
 from retrieval_lib.service.routes import router
-from retrieval_lib.stores import open_store
-from retrieval_lib.stores.metadata import MetadataDB
+from retrieval_lib.stores.metadata import MetadataDB, metadata_configured
 
 __all__ = ["ServiceOptions", "ServiceState", "create_app", "open_retriever"]
 
@@ -54,7 +53,7 @@ class ServiceOptions:
 class ServiceState:
     """The live dependencies of one app, and what the last embedding call did."""
 
-    def __init__(self, settings: Settings, options: ServiceOptions, retriever: Retriever, metadata: MetadataDB,
+    def __init__(self, settings: Settings, options: ServiceOptions, retriever: Retriever, metadata: MetadataDB | None,
                  *, owns_retriever: bool = False, owns_metadata: bool = False) -> None:
         self.settings = settings
         self.options = options
@@ -69,7 +68,8 @@ class ServiceState:
         """Warm up and check what can be checked; returns problems found (the service still starts)."""
         problems: list[str] = []
         try:
-            self.metadata.create_schema()
+            if self.metadata is not None:
+                self.metadata.create_schema()
         except RetrievalError as err:
             problems.append(err.message)
         try:
@@ -87,7 +87,7 @@ class ServiceState:
         """Close what the app opened itself (a retriever or database handed in stays open)."""
         if self._owned[0]:
             self.retriever.close()
-        if self._owned[1]:
+        if self._owned[1] and self.metadata is not None:
             self.metadata.close()
 
 
@@ -100,10 +100,24 @@ def open_retriever(settings: Settings, options: ServiceOptions | None = None) ->
     """
     options = options or ServiceOptions()
     embedder = make_embedder(settings)
-    store = open_store(settings)
+    store = open_collection(settings)  # read through the collection's payload roles (a profile's, or inferred)
     # The service applies its own (shorter) query limit first; the library's must not be the tighter one.
     return Retriever(store, embedder, settings.collection_name,
                      query_max_chars=max(options.query_max_chars, settings.query_max_chars))
+
+
+def configured_metadata(settings: Settings, retriever: Retriever) -> MetadataDB | None:
+    """The metadata database of the served collection, or None when it has none: no ``DATABASE_URL`` and no
+    SQLite file of our own ingest for it (a team's collection). Then the service answers from the payload."""
+    if settings.database_url:
+        return MetadataDB.from_settings(settings, create=False)
+    if settings.qdrant_url:
+        return None  # a server's collections have no SQLite file of ours beside them
+    try:
+        owned = retriever.store.owned(retriever.collection)
+    except RetrievalError:  # the store is not readable yet: the service starts, and says so on /health
+        owned = None
+    return MetadataDB.from_settings(settings, create=False) if metadata_configured(settings, owned) else None
 
 
 def create_app(settings: Settings | None = None, *, retriever: Retriever | None = None,
@@ -128,10 +142,9 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
+        served = retriever if retriever is not None else open_retriever(settings, options)
         state = ServiceState(
-            settings, options,
-            retriever if retriever is not None else open_retriever(settings, options),
-            metadata if metadata is not None else MetadataDB.from_settings(settings, create=False),
+            settings, options, served, metadata if metadata is not None else configured_metadata(settings, served),
             owns_retriever=retriever is None, owns_metadata=metadata is None,
         )
         state.start()

@@ -16,7 +16,7 @@ from typing import Any
 from retrieval_lib.errors import RetrievalError
 from retrieval_lib.search import Retriever
 
-__all__ = ["probe_store", "embedder_facts", "health_body"]
+__all__ = ["probe_store", "embedder_facts", "health_body", "NO_DATABASE"]
 
 
 def _ms(t0: float) -> float:
@@ -41,9 +41,15 @@ def embedder_facts(retriever: Retriever, last_ok: bool | None, last_ms: float | 
             "dimension": e.dimension}
 
 
+#: The database's facts when the served collection has none: results come from the vector payload.
+NO_DATABASE: dict[str, Any] = {"reachable": None, "configured": False,
+                               "detail": "not configured (no DATABASE_URL for this collection): results come from "
+                                         "the vector payload"}
+
+
 def health_body(store: dict[str, Any], database: dict[str, Any], embedder: dict[str, Any]) -> tuple[int, dict]:
-    """(status code, body) from the three dependencies' facts."""
-    ok = bool(store.get("reachable")) and bool(database.get("reachable"))
+    """(status code, body) from the three dependencies' facts; a database that is not configured is not down."""
+    ok = bool(store.get("reachable")) and (bool(database.get("reachable")) or database.get("configured") is False)
     body = {"status": "ok" if ok else "unavailable",
             "dependencies": {"vector_store": store, "database": database, "embedder": embedder}}
     return (200 if ok else 503), body

@@ -26,12 +26,13 @@ def _first(*values: Any) -> Any:
 
 
 def join_results(results: Sequence[SearchResult],
-                 rows: Mapping[str, Mapping[str, Any]]) -> tuple[list[dict[str, Any]], list[str]]:
+                 rows: Mapping[str, Mapping[str, Any]] | None) -> tuple[list[dict[str, Any]], list[str]]:
     """The answer's result items, in the retriever's order, and warnings about hits without rows.
 
     Args:
         results: the ranked hits, as :meth:`~retrieval_lib.search.Retriever.search` returns them.
-        rows: metadata rows by chunk_id (:meth:`~retrieval_lib.stores.metadata.MetadataDB.rows_for`).
+        rows: metadata rows by chunk_id (:meth:`~retrieval_lib.stores.metadata.MetadataDB.rows_for`); None when
+            the collection has no metadata database (every item comes from the payload, and that is no gap).
 
     Returns:
         (items with :data:`~retrieval_lib.service.schemas.RESULT_FIELDS`, warnings).
@@ -43,9 +44,10 @@ def join_results(results: Sequence[SearchResult],
         chunk_id = r.chunk_id or r.point_id
         if not r.chunk_id:
             unkeyed.append(r.point_id)
-        row = rows.get(chunk_id) if r.chunk_id else None
+        row = rows.get(chunk_id) if r.chunk_id and rows is not None else None
         if row is None:
-            missing.append(chunk_id)
+            if rows is not None:
+                missing.append(chunk_id)
             row = {}
         items.append({
             "chunk_id": chunk_id,

@@ -15,7 +15,7 @@ from fastapi.responses import JSONResponse
 
 from retrieval_lib.errors import EmbeddingError, ValidationError
 from retrieval_lib.service.guard import LOG_KEY
-from retrieval_lib.service.health import embedder_facts, health_body, probe_store
+from retrieval_lib.service.health import NO_DATABASE, embedder_facts, health_body, probe_store
 from retrieval_lib.service.join import join_results
 from retrieval_lib.service.schemas import ErrorAnswer, HealthAnswer, SearchAnswer, SearchRequest
 from retrieval_lib.validation import validate_query
@@ -65,7 +65,7 @@ def run_search(state: ServiceState, body: SearchRequest) -> dict[str, Any]:
         state.embedder_ok = False
         raise
     state.embedder_ok, state.embed_ms = True, response.embed_ms
-    rows = state.metadata.rows_for([r.chunk_id for r in response.results if r.chunk_id])
+    rows = state.metadata.rows_for([r.chunk_id for r in response.results if r.chunk_id]) if state.metadata else None
     items, warnings = join_results(response.results, rows)
     return {
         "query": response.query_text,
@@ -91,7 +91,8 @@ def search(body: SearchRequest, request: Request) -> JSONResponse:
             summary="Each dependency's reachability, latency and facts")
 def health(request: Request) -> JSONResponse:
     state = _state(request)
-    status, body = health_body(probe_store(state.retriever), state.metadata.probe(),
+    database = state.metadata.probe() if state.metadata is not None else NO_DATABASE
+    status, body = health_body(probe_store(state.retriever), database,
                                embedder_facts(state.retriever, state.embedder_ok, state.embed_ms))
     entry = request.scope.get(LOG_KEY)
     if isinstance(entry, dict) and status != 200:

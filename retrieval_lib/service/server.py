@@ -9,8 +9,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from retrieval_lib.config import Settings
-from retrieval_lib.service.app import ServiceOptions, create_app, open_retriever
-from retrieval_lib.stores.metadata import MetadataDB
+from retrieval_lib.service.app import ServiceOptions, configured_metadata, create_app, open_retriever
 
 __all__ = ["serve", "LOOPBACK"]
 
@@ -40,7 +39,7 @@ def serve(settings: Settings, *, host: str = LOOPBACK, port: int = 8000, log_fil
         # concurrent requests from 0.70x to 0.85x of the library's).
         torch.set_num_threads(1)
     try:
-        metadata = MetadataDB.from_settings(settings, create=False)
+        metadata = configured_metadata(settings, retriever)  # None: a team's collection without DATABASE_URL
         app = create_app(settings, retriever=retriever, metadata=metadata, options=options, log_path=log_file)
         # access_log off: the query log already writes one line per request, without headers
         uvicorn.run(app, host=host, port=port, log_level="info", access_log=False, timeout_graceful_shutdown=5)
