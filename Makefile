@@ -37,9 +37,11 @@ test: sample
 test-sdk: sample
 	$(PY) -m pytest tests -m sdk_defaults
 
-# The stored notebook outputs, compared cell by cell (nbval).
+# The stored notebook outputs, compared cell by cell (nbval), a notebook per worker on every core (each worker
+# reads its own copy of the embedded store: notebooks/conftest.py).
 nbval: sample
-	$(PY) -m pytest --nbval notebooks --nbval-kernel-name $(KERNEL) --nbval-sanitize-with notebooks/sanitize.cfg -p no:cacheprovider
+	$(PY) -m pytest --nbval notebooks --nbval-kernel-name $(KERNEL) --nbval-sanitize-with notebooks/sanitize.cfg \
+		-p no:cacheprovider -n auto --dist loadfile
 
 # The same comparison under torch's other CPU kernels: stored outputs must not depend on the CPU's float path.
 nbval-portable: sample

@@ -1,0 +1,26 @@
+"""nbval on every core: each pytest-xdist worker reads its own copy of the embedded store.
+
+An embedded Qdrant folder can be opened by one process at a time, and every notebook's kernel opens it; so a
+worker copies the store once (its SQLite metadata included) and its kernels read the copy through QDRANT_PATH.
+The stored outputs show the store's path sanitised (``notebooks/sanitize.cfg``), so the copy compares equal.
+"""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+
+def pytest_configure(config) -> None:
+    worker = os.environ.get("PYTEST_XDIST_WORKER")
+    if not worker:
+        return
+    source = Path(os.environ.get("QDRANT_PATH") or Path(__file__).resolve().parent.parent / ".qdrant")
+    if not source.is_dir():
+        return  # nothing to copy: the notebooks fail with the store's own message, as without workers
+    folder = Path(tempfile.mkdtemp(prefix=f"nbval-{worker}-"))
+    shutil.copytree(source, folder / ".qdrant", ignore=shutil.ignore_patterns(".lock"))
+    os.environ["QDRANT_PATH"] = str(folder / ".qdrant")
+    config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
