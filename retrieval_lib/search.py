@@ -22,7 +22,7 @@ from datetime import UTC, datetime
 from typing import Any
 from urllib.parse import urlsplit
 
-from retrieval_lib.collection import ROLES, CollectionView, PayloadRoles, rebuild_advice
+from retrieval_lib.collection import CollectionView, PayloadRoles, held_fields, rebuild_advice
 from retrieval_lib.config import Settings, load_settings
 from retrieval_lib.embedding.providers import COHERE_MAX_BATCH, Embedder, make_embedder
 from retrieval_lib.errors import ConfigurationError, ModelMismatchError, ValidationError, VectorStoreError
@@ -214,8 +214,7 @@ class Retriever:
 
     def held_fields(self) -> list[str]:
         """The fields this collection holds at all, through its payload roles (the rest are never 'missing')."""
-        roles = self.store.roles_for(self.collection)
-        return [f for f in ROLES if roles.has(f)]
+        return held_fields(self.store, self.collection)
 
     # ------------------------------------------------------------------ checks
     def check_compatibility(self) -> list[str]:

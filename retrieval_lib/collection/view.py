@@ -13,6 +13,7 @@
 from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
+from itertools import islice
 from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.collection.infer import infer_roles
@@ -48,6 +49,7 @@ class CollectionView:
         self._roles: dict[str, PayloadRoles] = {}
         self._owned: dict[str, bool | None] = {}
         self._sampled: dict[str, int] = {}
+        self._sample: dict[str, list[Any]] = {}
         self.read_stats = ReadStats()
 
     def roles_for(self, collection: str) -> PayloadRoles:
@@ -69,8 +71,10 @@ class CollectionView:
         return self._sampled[collection]
 
     def _resolve(self, collection: str) -> None:
-        sample = [(p.id, p.payload) for p in _first(self.store.scroll(collection, with_payload=True,
-                                                                         batch_size=SAMPLE_POINTS), SAMPLE_POINTS)]
+        # one page of whole payloads, read once: the mapping, the owner and inspect's sample all come from it
+        self._sample[collection] = list(islice(self.store.scroll(collection, with_payload=True,
+                                                                 batch_size=SAMPLE_POINTS), SAMPLE_POINTS))
+        sample = [(p.id, p.payload) for p in self._sample[collection]]
         owned = written_by_us(sample)
         self._owned[collection] = owned
         if self._given is not None:
@@ -215,10 +219,12 @@ class CollectionView:
                 counts[str(value)] = counts.get(str(value), 0) + 1
         return dict(sorted(counts.items(), key=lambda kv: -kv[1])[:limit])
 
-    def raw_sample(self, collection: str, limit: int = SAMPLE_POINTS) -> list[Any]:
-        """Up to ``limit`` points with their payloads as the team wrote them (for ``inspect``)."""
-        return list(_first(self.store.scroll(collection, with_payload=True, batch_size=min(limit, SAMPLE_POINTS)),
-                           limit))
+    def raw_sample(self, collection: str) -> list[Any]:
+        """The sampled points (up to :data:`SAMPLE_POINTS`) with their payloads as the team wrote them, the same
+        sample the mapping was inferred from (read once)."""
+        if collection not in self._sample:
+            self._resolve(collection)
+        return self._sample[collection]
 
     # ------------------------------------------------------------------ never written
     def _refuse(self, what: str, collection: str | None = None) -> ReadOnlyError:
@@ -238,14 +244,6 @@ class CollectionView:
     def ensure_payload_indexes(self, collection: str) -> list[str]:
         raise self._refuse("adds payload indexes to", collection)
 
-
-def _first(points: Iterator[Any], n: int) -> list[Any]:
-    out = []
-    for p in points:
-        out.append(p)
-        if len(out) >= n:
-            break
-    return out
 
 
 def held_fields(store: Any, collection: str) -> list[str]:
