@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 KERNEL := retrieval-lib
 
-.PHONY: setup demo test test-sdk lint docs nbval nbval-portable lab sample bench bench-scale refresh clean
+.PHONY: setup demo test test-sdk test-browser lint docs nbval nbval-portable lab sample bench bench-scale refresh clean
 
 setup: $(STAMP)
 
@@ -20,12 +20,15 @@ sample: setup
 	$(PY) -m retrieval_lib ingest
 
 # Our own collection, every gate; then a collection built the way a team's pipeline builds one (read-only here):
-# inspect it, write its profile, run every notebook on it. Its failed gates are findings (exit 1), not errors.
+# inspect it, write its profile, draft a validation set from it (queries about that book), run every notebook on
+# it. Its failed gates are findings (exit 1), not errors.
 demo: sample
 	$(PY) -m retrieval_lib run --params params/demo.yaml
 	$(PY) scripts/foreign_ingest.py --collection foreign_book
 	QDRANT_COLLECTION_NAME=foreign_book $(PY) -m retrieval_lib inspect --write-profile outputs/profiles/foreign_book.yaml
-	$(PY) -m retrieval_lib run --params outputs/profiles/foreign_book.yaml || test $$? -eq 1
+	QDRANT_COLLECTION_NAME=foreign_book $(PY) -m retrieval_lib draft --out outputs/drafts/foreign_book \
+		--profile outputs/profiles/foreign_book.yaml
+	$(PY) -m retrieval_lib run --params outputs/drafts/foreign_book/profile.yaml || test $$? -eq 1
 
 # Every core: pytest-xdist runs the suite in parallel (-n auto), then nbval compares the stored notebook outputs.
 test: sample
@@ -36,6 +39,11 @@ test: sample
 # production always sets its own, so they stay out of the default run.
 test-sdk: sample
 	$(PY) -m pytest tests -m sdk_defaults
+
+# Notebook 13's review of drafted queries in a real browser (JupyterLab + headless Chromium), with a kernel
+# restart; opt-in, not in `make test`. Needs: apt-get install -y chromium chromium-driver.
+test-browser: sample
+	$(PY) -m pytest tests/browser -m browser -p no:xdist
 
 # The stored notebook outputs, compared cell by cell (nbval), a notebook per worker on every core (each worker
 # reads its own copy of the embedded store: notebooks/conftest.py).
@@ -75,11 +83,14 @@ refresh: sample
 bench: sample
 	$(PY) benchmarks/bench_search.py
 	$(PY) benchmarks/bench_api.py
+	$(PY) benchmarks/bench_api_concurrency.py
 	$(PY) benchmarks/bench_scale.py
 	$(PY) benchmarks/bench_scans.py
 	$(PY) benchmarks/bench_cohere_cost.py
 	$(PY) benchmarks/bench_checks_scale.py
 	$(PY) benchmarks/bench_inspect.py
+	$(PY) benchmarks/bench_calibration.py physicalai
+	$(PY) benchmarks/bench_languages.py
 
 # The embedded engines at 100k points (builds take minutes; run it once).
 bench-scale: setup
@@ -87,6 +98,7 @@ bench-scale: setup
 	$(PY) benchmarks/bench_scans.py --sizes 100000
 	$(PY) benchmarks/bench_checks_scale.py --points 100000
 	$(PY) benchmarks/bench_inspect.py --sizes 100000
+	$(PY) benchmarks/bench_draft.py --scale 100000
 
 clean:
 	rm -rf $(VENV) .qdrant

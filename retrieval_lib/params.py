@@ -10,6 +10,14 @@ Three kinds of file live under ``params/``, all data, never code:
   find, and out-of-domain negatives (seed 004).
 - **query sets** (``params/query_sets/*.yaml``): named lists of queries, e.g.
   ``in_domain`` and ``out_of_domain``.
+- **topics** (``topics.yaml``, written by ``draft``): topic phrases and the source prefix each should land in
+  (notebook 03's module gate).
+
+Drafted entries (``python -m retrieval_lib draft``, docs/drafting.md) carry ``origin: drafted`` or ``origin:
+reviewed``, a ``draft_id``, and may be ``status: rejected`` (skipped by every loader) or, for a negative,
+``answerable: true`` (the book does answer it: skipped as a negative). An entry without ``origin`` is hand-written
+and counts as reviewed. Each loaded set says how many of its entries are drafted and how many reviewed
+(:class:`Provenance`), so a gate computed on drafted data can say so.
 
 Relative paths are taken from the current folder when the file is there, else
 from the project root, so a kernel started in ``notebooks/`` finds
@@ -32,8 +40,9 @@ from retrieval_lib.errors import ParamsError
 from retrieval_lib.validation import MAX_TOP_K
 
 __all__ = [
-    "Profile", "GoldenQuery", "NegativeQuery", "GoldenSet",
+    "Profile", "GoldenQuery", "NegativeQuery", "GoldenSet", "Provenance", "QuerySets", "Topic", "TopicSet",
     "resolve_path", "read_yaml", "load_profile", "check_declared", "load_golden_set", "load_query_sets",
+    "load_topics", "ORIGINS",
     "RESERVED_KEYS",
     "NO_GOLDEN_SET",
 ]
@@ -172,12 +181,102 @@ def load_profile(path: str | os.PathLike[str], *, declared: Iterable[str] | None
     Raises:
         ParamsError: missing or invalid file, a secret, or an unknown key.
     """
-    values, p = read_yaml(path, what="parameter file")
+    values, p = _read_extended(path, ())
     _refuse_secrets(values, p, secret_values() if secrets is None else secrets)
     profile = Profile(values=values, path=p)
     if declared is not None:
         check_declared(profile, declared)
     return profile
+
+
+def _read_extended(path: str | os.PathLike[str], seen: tuple[Path, ...]) -> tuple[dict[str, Any], Path]:
+    """A profile's values over those of the profile its ``extends`` key names (a path like ``golden_set``'s:
+    relative to the project root), recursively; ``extends`` itself never reaches a notebook.
+
+    Raises:
+        ParamsError: the file cannot be read, or profiles extend each other in a circle.
+    """
+    values, p = read_yaml(path, what="parameter file")
+    base = values.pop("extends", None)
+    if base is None:
+        return values, p
+    if not isinstance(base, str) or not base.strip():
+        raise ParamsError(f"{p.name}: 'extends' must name a profile file (got {base!r})", path=str(p), key="extends")
+    if p in seen:
+        raise ParamsError(f"{p.name}: profiles extend each other in a circle ({' -> '.join(x.name for x in seen)})",
+                          path=str(p), key="extends")
+    inherited, _ = _read_extended(resolve_path(base), (*seen, p))
+    return {**inherited, **values}, p
+
+
+# --------------------------------------------------------------------------- drafted and reviewed entries
+
+#: The origins an entry may carry: ``drafted`` (written by ``draft``, nobody looked) or ``reviewed`` (a person
+#: accepted or edited it). An entry without one is hand-written and counts as reviewed.
+ORIGINS = ("drafted", "reviewed")
+_STATUSES = ("rejected",)
+
+
+@dataclass(frozen=True)
+class Provenance:
+    """How many entries of a set are drafted and how many reviewed (hand-written ones count as reviewed).
+
+    Attributes:
+        marked: the data carries origins at all (some entry has ``origin`` or ``draft_id``): only then does a
+            gate say "on N drafted, M reviewed queries"; a hand-written file says nothing of the sort.
+    """
+
+    drafted: int = 0
+    reviewed: int = 0
+    marked: bool = False
+
+    def __add__(self, other: Provenance) -> Provenance:
+        return Provenance(self.drafted + other.drafted, self.reviewed + other.reviewed, self.marked or other.marked)
+
+    @property
+    def total(self) -> int:
+        return self.drafted + self.reviewed
+
+    def phrase(self, noun: str = "queries") -> str:
+        """``on 64 drafted, 0 reviewed queries``."""
+        return f"on {self.drafted} drafted, {self.reviewed} reviewed {noun}"
+
+    def as_dict(self) -> dict[str, int]:
+        return {"drafted": self.drafted, "reviewed": self.reviewed}
+
+    @classmethod
+    def of(cls, entries: Iterable[Any], *, marked: bool) -> Provenance:
+        """Count ``entries`` (anything with an ``origin`` attribute)."""
+        origins = [getattr(e, "origin", "reviewed") for e in entries]
+        return cls(sum(o == "drafted" for o in origins), sum(o != "drafted" for o in origins), marked)
+
+
+def _entry_marks(item: Mapping[str, Any], where: str, path: Path) -> tuple[str, str | None, bool]:
+    """(origin, draft_id, skipped) of one mapping entry: skipped when ``status: rejected``.
+
+    Raises:
+        ParamsError: an unknown origin or status, or a draft_id that is not text.
+    """
+    origin = item.get("origin", "reviewed")
+    if origin not in ORIGINS:
+        raise ParamsError(f"{path.name}: {where}.origin must be one of {', '.join(ORIGINS)} (got {origin!r})",
+                          path=str(path), key=f"{where}.origin")
+    draft_id = item.get("draft_id")
+    if draft_id is not None and not isinstance(draft_id, str | int):
+        raise ParamsError(f"{path.name}: {where}.draft_id must be text", path=str(path), key=f"{where}.draft_id")
+    status = item.get("status")
+    if status is not None and status not in _STATUSES:
+        raise ParamsError(f"{path.name}: {where}.status may only be {', '.join(_STATUSES)} (got {status!r})",
+                          path=str(path), key=f"{where}.status")
+    answerable = item.get("answerable", False)
+    if not isinstance(answerable, bool):
+        raise ParamsError(f"{path.name}: {where}.answerable must be true or false", path=str(path),
+                          key=f"{where}.answerable")
+    return str(origin), None if draft_id is None else str(draft_id), status == "rejected"
+
+
+def _carries_origins(items: Any) -> bool:
+    return isinstance(items, list) and any(isinstance(i, dict) and ("origin" in i or "draft_id" in i) for i in items)
 
 
 # --------------------------------------------------------------------------- golden sets
@@ -189,6 +288,8 @@ class GoldenQuery:
     query: str
     expected_url_patterns: tuple[str, ...]
     min_score: float
+    origin: str = "reviewed"
+    draft_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -197,6 +298,8 @@ class NegativeQuery:
 
     query: str
     max_score: float
+    origin: str = "reviewed"
+    draft_id: str | None = None
 
 
 @dataclass(frozen=True)
@@ -211,6 +314,18 @@ class GoldenSet:
     extra_queries: tuple[GoldenQuery, ...] = ()
     negatives: tuple[NegativeQuery, ...] = ()
     path: Path | None = None
+    #: the file carries origins (drafted or reviewed entries, docs/drafting.md)
+    marked: bool = False
+
+    @property
+    def provenance(self) -> Provenance:
+        """Drafted and reviewed golden queries (``queries`` only: what the golden gate counts)."""
+        return Provenance.of(self.queries, marked=self.marked)
+
+    @property
+    def negatives_provenance(self) -> Provenance:
+        """Drafted and reviewed negatives."""
+        return Provenance.of(self.negatives, marked=self.marked)
 
     @property
     def absent(self) -> bool:
@@ -237,12 +352,16 @@ def _golden_queries(items: Any, default_min: float, where: str, path: Path) -> t
     for i, item in enumerate(items):
         if not isinstance(item, dict) or not str(item.get("query") or "").strip():
             raise ParamsError(f"{path.name}: {where}[{i}] needs a non-empty 'query'", path=str(path), key=where)
+        origin, draft_id, rejected = _entry_marks(item, f"{where}[{i}]", path)
+        if rejected:
+            continue
         patterns = item.get("expected_url_patterns")
         if not isinstance(patterns, list) or not patterns or not all(isinstance(p, str) and p for p in patterns):
             raise ParamsError(f"{path.name}: {where}[{i}] needs a non-empty list 'expected_url_patterns'",
                               path=str(path), key=where)
         out.append(GoldenQuery(str(item["query"]).strip(), tuple(patterns),
-                               _score(item.get("min_score", default_min), f"{where}[{i}].min_score", path)))
+                               _score(item.get("min_score", default_min), f"{where}[{i}].min_score", path),
+                               origin=origin, draft_id=draft_id))
     return tuple(out)
 
 
@@ -263,44 +382,169 @@ def load_golden_set(path: str | os.PathLike[str] | None) -> GoldenSet:
     min_score = _score(data.get("min_score", 0.6), "min_score", p)
     queries = _golden_queries(data.get("queries"), min_score, "queries", p)
     if not queries:
-        raise ParamsError(f"{p.name}: a golden set needs at least one entry under 'queries'", path=str(p),
-                          key="queries")
+        raise ParamsError(f"{p.name}: a golden set needs at least one entry under 'queries' that is not rejected",
+                          path=str(p), key="queries")
     required = data.get("required_passes", len(queries))
-    if isinstance(required, bool) or not isinstance(required, int) or not 0 <= required <= len(queries):
+    if isinstance(required, bool) or not isinstance(required, int) or required < 0:
         raise ParamsError(f"{p.name}: required_passes must be a whole number from 0 to {len(queries)}",
                           path=str(p), key="required_passes")
+    if required > len(queries):
+        if not _carries_origins(data.get("queries")):
+            raise ParamsError(f"{p.name}: required_passes must be a whole number from 0 to {len(queries)}",
+                              path=str(p), key="required_passes")
+        # a review rejected drafted queries after the count was written: the bar cannot exceed what is left
+        required = len(queries)
     negatives = []
-    for i, item in enumerate(data.get("negatives") or []):
+    listed = data.get("negatives") or []
+    if not isinstance(listed, list):
+        raise ParamsError(f"{p.name}: negatives must be a list", path=str(p), key="negatives")
+    for i, item in enumerate(listed):
         if not isinstance(item, dict) or not str(item.get("query") or "").strip():
             raise ParamsError(f"{p.name}: negatives[{i}] needs a non-empty 'query'", path=str(p), key="negatives")
+        origin, draft_id, rejected = _entry_marks(item, f"negatives[{i}]", p)
+        if rejected or item.get("answerable") is True:  # a negative the book does answer is no negative
+            continue
         negatives.append(NegativeQuery(str(item["query"]).strip(),
-                                       _score(item.get("max_score", 0.5), f"negatives[{i}].max_score", p)))
+                                       _score(item.get("max_score", 0.5), f"negatives[{i}].max_score", p),
+                                       origin=origin, draft_id=draft_id))
+    marked = any(_carries_origins(data.get(k)) for k in ("queries", "extra_queries", "negatives"))
     return GoldenSet(name=str(data.get("name") or p.stem), top_k=top_k, min_score=min_score,
                      required_passes=required, queries=queries,
                      extra_queries=_golden_queries(data.get("extra_queries"), min_score, "extra_queries", p),
-                     negatives=tuple(negatives), path=p)
+                     negatives=tuple(negatives), path=p, marked=marked)
 
 
 # --------------------------------------------------------------------------- query sets
 
-def load_query_sets(path: str | os.PathLike[str], *, required: Iterable[str] = ()) -> dict[str, list[str]]:
+class QuerySets(dict[str, list[str]]):
+    """Named lists of query strings (a plain ``dict``), with what each set's entries are.
+
+    Attributes:
+        provenance: per set, its drafted and reviewed queries (:class:`Provenance`).
+        sources: per set, query -> the expected source a drafted entry names (``source``), where it names one.
+    """
+
+    def __init__(self, sets: Mapping[str, list[str]], provenance: Mapping[str, Provenance],
+                 sources: Mapping[str, Mapping[str, str]]) -> None:
+        super().__init__(sets)
+        self.provenance = dict(provenance)
+        self.sources = {k: dict(v) for k, v in sources.items()}
+
+    def provenance_of(self, *names: str) -> Provenance:
+        """The sets ``names`` together."""
+        total = Provenance()
+        for name in names:
+            total = total + self.provenance.get(name, Provenance())
+        return total
+
+
+def _query_item(item: Any, name: str, i: int, path: Path) -> tuple[str, str, str | None] | None:
+    """(query, origin, source) of one query-set item; None when it is skipped (rejected, or an answerable
+    out-of-domain query)."""
+    if isinstance(item, str):
+        if not item.strip():
+            raise ParamsError(f"{path.name}: {name!r} must be a list of non-empty query strings",
+                              path=str(path), key=name)
+        return item.strip(), "reviewed", None
+    if not isinstance(item, dict) or not isinstance(item.get("query"), str) or not item["query"].strip():
+        raise ParamsError(f"{path.name}: {name!r} must be a list of non-empty query strings (or mappings with a "
+                          f"non-empty 'query'); item {i} is not", path=str(path), key=name)
+    origin, _, rejected = _entry_marks(item, f"{name}[{i}]", path)
+    if rejected or (item.get("answerable") is True and name == "out_of_domain"):
+        return None
+    source = item.get("source")
+    return item["query"].strip(), origin, str(source) if source else None
+
+
+def load_query_sets(path: str | os.PathLike[str], *, required: Iterable[str] = ()) -> QuerySets:
     """Read a query-set file: named lists of non-empty query strings.
+
+    An item is a string (hand-written) or a mapping ``{query, origin, draft_id, source, status, answerable}`` (a
+    drafted file, docs/drafting.md); ``status: rejected`` items are skipped, and so are ``out_of_domain`` items
+    marked ``answerable: true``.
 
     Args:
         required: names that must be present and non-empty (e.g. ``("in_domain", "out_of_domain")``).
 
     Raises:
-        ParamsError: a set that is not a list of non-empty strings, or a required set missing.
+        ParamsError: a set that is not a list of non-empty strings or query mappings, a bad origin or status, or a
+            required set missing.
     """
     data, p = read_yaml(path, what="query-set file")
     sets: dict[str, list[str]] = {}
+    provenance: dict[str, Provenance] = {}
+    sources: dict[str, dict[str, str]] = {}
     for name, items in data.items():
-        if not isinstance(items, list) or not all(isinstance(q, str) and q.strip() for q in items):
+        if not isinstance(items, list):
             raise ParamsError(f"{p.name}: {name!r} must be a list of non-empty query strings",
                               path=str(p), key=name)
-        sets[name] = [q.strip() for q in items]
+        kept = [q for i, item in enumerate(items) if (q := _query_item(item, name, i, p)) is not None]
+        sets[name] = [q for q, _, _ in kept]
+        drafted = sum(o == "drafted" for _, o, _ in kept)
+        provenance[name] = Provenance(drafted, len(kept) - drafted, _carries_origins(items))
+        sources[name] = {q: s for q, _, s in kept if s}
     for name in required:
         if not sets.get(name):
             raise ParamsError(f"{p.name}: needs a non-empty list {name!r} (sets there: {', '.join(sets) or 'none'})",
                               path=str(p), key=name)
-    return sets
+    return QuerySets(sets, provenance, sources)
+
+
+# --------------------------------------------------------------------------- topics
+
+@dataclass(frozen=True)
+class Topic:
+    """A topic phrase and the source prefix its results should come from (notebook 03's module gate)."""
+
+    topic: str
+    expected_prefix: str
+    origin: str = "reviewed"
+    draft_id: str | None = None
+
+
+@dataclass(frozen=True)
+class TopicSet:
+    """The topics 03 asks, and whether they came from a file (``path``) or the profile's one ``primary_query``."""
+
+    topics: tuple[Topic, ...]
+    path: Path | None = None
+    marked: bool = False
+
+    @property
+    def provenance(self) -> Provenance:
+        return Provenance.of(self.topics, marked=self.marked)
+
+
+def load_topics(path: str | os.PathLike[str] | None, *, primary_query: str | None = None,
+                primary_prefix: str | None = None) -> TopicSet:
+    """Read a topics file (``topics: [{topic, expected_prefix, origin, draft_id, status}]``, written by ``draft``).
+
+    With no ``path`` (empty), the profile's one ``primary_query`` / ``primary_prefix`` is the only topic, as
+    hand-written (reviewed).
+
+    Raises:
+        ParamsError: the file is missing or malformed, or it leaves no topic (every one rejected), or neither a
+            file nor a primary query is given.
+    """
+    if path is None or not str(path).strip():
+        if not (primary_query or "").strip() or primary_prefix is None:
+            raise ParamsError("no topics: give a topics file, or primary_query and primary_prefix", path="",
+                              key="topics")
+        return TopicSet((Topic(str(primary_query).strip(), str(primary_prefix)),))
+    data, p = read_yaml(path, what="topics file")
+    items = data.get("topics")
+    if not isinstance(items, list):
+        raise ParamsError(f"{p.name}: needs a list 'topics' of {{topic, expected_prefix}} entries", path=str(p),
+                          key="topics")
+    out = []
+    for i, item in enumerate(items):
+        if not isinstance(item, dict) or not str(item.get("topic") or "").strip() \
+                or not isinstance(item.get("expected_prefix"), str) or not item["expected_prefix"].strip():
+            raise ParamsError(f"{p.name}: topics[{i}] needs a non-empty 'topic' and 'expected_prefix'",
+                              path=str(p), key="topics")
+        origin, draft_id, rejected = _entry_marks(item, f"topics[{i}]", p)
+        if not rejected:
+            out.append(Topic(str(item["topic"]).strip(), item["expected_prefix"].strip(), origin, draft_id))
+    if not out:
+        raise ParamsError(f"{p.name}: every topic is rejected; draft again or write one", path=str(p), key="topics")
+    return TopicSet(tuple(out), path=p, marked=_carries_origins(items))

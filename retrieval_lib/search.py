@@ -24,7 +24,7 @@ from urllib.parse import urlsplit
 
 from retrieval_lib.collection import CollectionView, PayloadRoles, held_fields, rebuild_advice
 from retrieval_lib.config import Settings, load_settings
-from retrieval_lib.embedding.providers import COHERE_MAX_BATCH, Embedder, make_embedder
+from retrieval_lib.embedding.providers import Embedder, make_embedder, request_size
 from retrieval_lib.errors import ConfigurationError, ModelMismatchError, ValidationError, VectorStoreError
 from retrieval_lib.models import CollectionStats, SearchResponse, SearchResult
 from retrieval_lib.stores import ReadableStore, collection_stats, open_store, size_warning
@@ -299,8 +299,10 @@ class Retriever:
 
     def search_many(self, queries: Sequence[str], top_k: int = 5, similarity_threshold: float = 0.0,
                     source_prefix: str | None = None, section: str | None = None, *,
-                    batch_size: int = COHERE_MAX_BATCH, progress: bool = False) -> list[SearchResponse]:
-        """:meth:`search` for many queries: embedded in batches of up to 96 (Cohere's most), searched in one batch.
+                    batch_size: int | None = None, progress: bool = False) -> list[SearchResponse]:
+        """:meth:`search` for many queries: embedded in batches of the embedder's own request limit (``batch_size``
+        by default :func:`~retrieval_lib.embedding.base.request_size`: Cohere 96, Gemini 100, OpenAI 2,048; a model
+        on this machine takes them all in one call), each batch searched in one batch.
 
         Every query is validated before any is embedded, so one bad query fails
         the call before work is done. ``embed_ms`` and ``search_ms`` of each
@@ -320,6 +322,7 @@ class Retriever:
         if possible and prefetch is not None:
             prefetch(texts)
 
+        batch_size = batch_size or request_size(self.embedder) or max(1, len(texts))
         batches = range(0, len(texts), batch_size)
         if progress:
             from tqdm import tqdm

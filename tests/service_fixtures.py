@@ -137,17 +137,21 @@ def postgres(tmp_path_factory) -> Iterator[Postgres]:
 
 
 @contextmanager
-def serving(app: Any) -> Iterator[str]:
-    """``app`` served by uvicorn in a thread of this process, on a free loopback port; yields its URL."""
+def serving(app: Any, options: ServiceOptions | None = None) -> Iterator[str]:
+    """``app`` served by uvicorn in a thread of this process, on a free loopback port; yields its URL.
+
+    uvicorn is configured as ``serve`` configures it (:func:`~retrieval_lib.service.server.uvicorn_config`).
+    """
     import threading
     import time
 
     import uvicorn
 
     from retrieval_lib.checks.api.target import free_port
+    from retrieval_lib.service.server import uvicorn_config
 
     port = free_port()
-    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="warning", lifespan="on"))
+    server = uvicorn.Server(uvicorn_config(app, port=port, options=options, log_level="warning"))
     thread = threading.Thread(target=server.run, name=f"uvicorn-{port}", daemon=True)
     thread.start()
     deadline = time.monotonic() + 30
@@ -160,3 +164,96 @@ def serving(app: Any) -> Iterator[str]:
     finally:
         server.should_exit = True
         thread.join(10)
+
+
+# --------------------------------------------------------------------------- schemathesis
+
+#: Test cases per operation and phase (examples, coverage, fuzzing): about 330 requests a run, 2-3 s.
+FUZZ_EXAMPLES = 250
+FUZZ_SEED = 25
+#: The bound on one run's wall time (a run takes a few seconds); the subprocess is killed past it.
+FUZZ_MAX_SECONDS = 90
+
+
+def schemathesis_run(url: str, report_dir: Any, *, expected_5xx: tuple[int, ...] = (),
+                     max_examples: int = FUZZ_EXAMPLES) -> dict[str, Any]:
+    """schemathesis's own command line (``st run``, every check) against the service at ``url``.
+
+    Bounded: ``max_examples`` per operation and phase, the deterministic generation mode with a fixed
+    seed (the same requests every run), and :data:`FUZZ_MAX_SECONDS` for the whole run. Returns its
+    JSON report, with the console output under ``"output"``.
+    """
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    report_dir = Path(report_dir)
+    report_dir.mkdir(parents=True, exist_ok=True)
+    config = report_dir / "schemathesis.toml"
+    statuses = ", ".join(f'"{s}"' for s in ["2xx", "3xx", "4xx", *map(str, expected_5xx)])
+    # not_a_server_error: the 5xx a dependency's outage is documented to give are answers, not server errors
+    config.write_text(f"[checks.not_a_server_error]\nexpected-statuses = [{statuses}]\n")
+    bin_dir = Path(sys.executable).parent
+    command = [str(bin_dir / "schemathesis"), "--config-file", str(config), "--no-color",
+               "run", f"{url}/openapi.json", "--checks", "all", "--max-examples", str(max_examples),
+               "--seed", str(FUZZ_SEED), "--generation-deterministic", "--phases", "examples,coverage,fuzzing",
+               "--workers", "1", "--request-timeout", "10", "--continue-on-failure",
+               "--report", "json", "--report-dir", str(report_dir)]
+    # cwd: schemathesis keeps a cache folder (.schemathesis/) in its working folder, never in the project's
+    done = subprocess.run(command, capture_output=True, text=True, timeout=FUZZ_MAX_SECONDS, cwd=report_dir,
+                          env={"PATH": str(bin_dir), "HOME": str(report_dir), "NO_PROXY": "127.0.0.1"})
+    reports = sorted(report_dir.glob("*.json"))
+    assert reports, done.stdout[-3000:] + done.stderr[-2000:]
+    report: dict[str, Any] = json.loads(reports[-1].read_text())
+    report["output"] = done.stdout
+    return report
+
+
+def assert_schemathesis_clean(report: dict[str, Any]) -> None:
+    """No failure of any check, no error, no warning (e.g. a pattern it could not use), every phase run."""
+    cases = report["test_cases"]
+    assert report["failures"] == [] and cases["with_failures"] == 0, report["output"][-4000:]
+    assert report["errors"] == [] and cases["errored"] == 0, report["output"][-4000:]
+    assert not any(report["warnings"].values()), report["warnings"]
+    assert all(p["status"] in ("success", "skip") for p in report["phases"].values()), report["phases"]
+
+
+# --------------------------------------------------------------------------- a slow service in a child process
+
+class _Announcing:
+    """An embedder that prints ``embedding N`` (and flushes) when a query batch starts, then sleeps ``delay``."""
+
+    def __init__(self, inner: Any, delay: float) -> None:
+        self.inner, self.delay = inner, delay
+        self.provider, self.model, self.dimension = inner.provider, inner.model, inner.dimension
+
+    def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
+        import sys
+        import time
+
+        print(f"embedding {len(texts)}", file=sys.stdout, flush=True)
+        time.sleep(self.delay)
+        return self.inner.embed_queries(texts)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.inner, name)
+
+
+def serve_slow(port: int, delay: float, shutdown_timeout: int) -> None:
+    """Serve the small book on ``port`` (loopback) with a query embedding that takes ``delay`` seconds, as
+    ``serve`` serves (uvicorn, its signal handling and graceful shutdown); for a child process."""
+    import tempfile
+    from pathlib import Path
+
+    import uvicorn
+
+    from retrieval_lib.service.server import uvicorn_config
+
+    retriever = small_retriever()
+    retriever.embedder = _Announcing(retriever.embedder, delay)
+    db = sqlite_db(Path(tempfile.mkdtemp(prefix="slow-service-")))
+    db.sync_collection(retriever.store, retriever.collection)
+    options = ServiceOptions(shutdown_timeout=shutdown_timeout)
+    app = create_app(load_settings(env={}), retriever=retriever, metadata=db, options=options)
+    uvicorn.Server(uvicorn_config(app, port=port, options=options)).run()

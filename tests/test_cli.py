@@ -235,3 +235,13 @@ def test_locked_embedded_folder_exits_3_with_one_line(store_folder, tmp_path):
         proc = run_cli(["stats"], env, tmp_path)
     assert proc.returncode == 3
     assert "in use" in assert_one_error_line(proc)
+
+
+@pytest.mark.parametrize("flags", [["--header-timeout", "0"], ["--body-timeout", "-1"], ["--max-connections", "0"],
+                                   ["--shutdown-timeout", "-2"]])
+def test_serve_refuses_a_limit_that_cannot_hold_before_anything_starts(flags, capsys):
+    from retrieval_lib.cli.main import main
+
+    assert main(["serve", *flags]) == 2
+    err = capsys.readouterr().err
+    assert flags[0] in err and "must be" in err

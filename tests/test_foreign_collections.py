@@ -166,3 +166,38 @@ def test_the_service_answers_a_collection_without_a_metadata_database_from_its_p
     assert top["snippet"].startswith("ROS 2, the Robot Operating System") and top["source_path"].startswith("docs/")
     assert not any("metadata row" in w for w in answer["warnings"])
     assert not (tmp_path / "nowhere").exists()  # nothing was created beside a store it only reads
+
+
+def test_a_collection_with_several_named_vectors_is_read_by_the_one_qdrant_vector_name_picks(doc_vectors, embedder,
+                                                                                              tmp_path):
+    """Two named vectors per point (the real one, and its reversal as another model's stand-in): with no choice the
+    workbook says which setting picks one; with QDRANT_VECTOR_NAME every read and search uses that vector."""
+    from qdrant_client import models
+
+    from retrieval_lib.checks import contract
+    from retrieval_lib.config import load_settings
+    from retrieval_lib.errors import ConfigurationError
+    from retrieval_lib.stores import open_store
+
+    folder = tmp_path / "store"
+    with VectorStore.at_path(folder) as store:
+        store.client.create_collection("two", vectors_config={
+            "other": models.VectorParams(size=len(doc_vectors[0]), distance=models.Distance.COSINE),
+            "text": models.VectorParams(size=len(doc_vectors[0]), distance=models.Distance.COSINE)})
+        store.client.upsert("two", points=[models.PointStruct(
+            id=i, vector={"text": list(v), "other": list(v)[::-1]},
+            payload={"text": d["content"], "url": f"https://book.example/docs/{d['route']}"})
+            for i, (d, v) in enumerate(zip(DOCS, doc_vectors))])
+    env = {"QDRANT_PATH": str(folder), "QDRANT_COLLECTION_NAME": "two", "EMBEDDING_PROVIDER": "local"}
+    with open_store(load_settings(env=env)) as store, pytest.raises(ConfigurationError) as err:
+        Retriever(CollectionView(store), embedder, "two").search("What is ROS 2?")
+    assert "QDRANT_VECTOR_NAME" in str(err.value) and "other, text" in str(err.value)
+    with open_store(load_settings(env={**env, "QDRANT_VECTOR_NAME": "text"})) as store:
+        view = CollectionView(store)
+        top = Retriever(view, embedder, "two").search("What is ROS 2?", top_k=3).results[0]
+        assert top.content.startswith("ROS 2, the Robot Operating System")
+        result = contract.probe(view, "two", embedder, sample=4, top_k=2)
+        assert result.lowest_cosine > 0.999  # the "text" vectors were read, not the reversed ones
+    with open_store(load_settings(env={**env, "QDRANT_VECTOR_NAME": "nope"})) as store, \
+            pytest.raises(ConfigurationError, match="no vector named 'nope'"):
+        Retriever(CollectionView(store), embedder, "two").search("What is ROS 2?")

@@ -15,11 +15,14 @@ from fakes.embedders import FakeEmbedder
 from retrieval_lib import VectorStore
 from retrieval_lib.checks import languages
 from retrieval_lib.cli.commands import gate_exit_code
+from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.errors import ParamsError, ValidationError
 from retrieval_lib.search import Retriever
 from retrieval_lib.workbook.report import NotebookReport
+from retrieval_lib.workbook.runner import load_profile
 
 SHIPPED = "params/query_sets/languages.yaml"
+E5_PROFILE = PROJECT_ROOT / "params" / "e5.yaml"
 ENGLISH = ["What is ROS 2 middleware?", "How does Gazebo simulate robots?", "Which battery powers the humanoid?",
            "What do vision-language-action models map?"]
 SETS = {"en": ENGLISH,
@@ -91,3 +94,7 @@ def test_minilm_does_not_serve_chinese_or_arabic_readers_of_the_sample_book(book
     assert not by["zh"].served and not by["ar"].served
     assert by["zh"].mean_jaccard < 0.2 and by["ar"].mean_jaccard < 0.2
     assert len(DOCS) and c.chance_jaccard < 0.2
+    # the e5 profile's gate is one an English-only model fails, with the hint naming the offline multilingual model
+    gated = report()
+    languages.record(gated, c, min_cross_lingual_jaccard=load_profile(E5_PROFILE).values["min_cross_lingual_jaccard"])
+    assert [g.passed for g in gated.gates] == [False] and "EMBEDDING_PROVIDER=e5" in gated.gates[0].hint

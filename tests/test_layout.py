@@ -141,7 +141,7 @@ LAYERS: tuple[tuple[str, ...], ...] = (
     ("embedding", "stores"),
     ("collection",),
     ("search",),
-    ("workbook", "judging", "ingest"),
+    ("workbook", "judging", "ingest", "drafting"),
     ("checks",),
     ("service",),
     ("cli",),

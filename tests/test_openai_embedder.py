@@ -207,7 +207,8 @@ def test_a_collection_built_through_the_fake_is_searched_and_passes_the_contract
 
 
 @pytest.mark.parametrize(("provider", "texts", "calls"), [
-    ("cohere", 200, 3), ("openai", 2050, 2), ("gemini", 250, 3), ("local", 500, 1), ("sentence-transformers", 500, 1)])
+    ("cohere", 200, 3), ("openai", 2050, 2), ("gemini", 250, 3), ("local", 500, 1), ("sentence-transformers", 500, 1),
+    ("e5", 500, 1)])
 def test_plan_counts_calls_at_each_providers_batch_size(provider, texts, calls):
     from retrieval_lib.cli.commands.plan import RunPlan
     from retrieval_lib.embedding import batch_limit

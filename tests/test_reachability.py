@@ -86,6 +86,34 @@ title: Changelog
 }
 
 
+#: A block of site-building pages written for this test (no template sentence, so only their vectors can tell):
+#: like a site generator's tutorial left in the docs, they resemble one another more than the book. Each is long
+#: enough (over 40 words) not to be skipped as a stub.
+_SITE = " Preview the change with the local development server, which reloads the browser on every save."
+SITE_PAGES = {
+    "site-howto/blog.md": ("Writing a Blog Entry", "Each blog entry is a markdown file in the blog folder whose name "
+                           "starts with the publication date. Authors, tags and a summary go in the front matter; "
+                           "the index page lists entries newest first and the feed is rebuilt on every build." + _SITE),
+    "site-howto/navbar.md": ("Configuring the Navigation Bar", "The navigation bar is set in the site's config "
+                             "file: add an item with a label and a link, choose left or right alignment, and add "
+                             "a dropdown for external links. The logo and the colour mode switch sit there too."
+                             + _SITE),
+    "site-howto/deploy.md": ("Publishing the Website", "Run the build command to produce static HTML, CSS and "
+                             "JavaScript in the build folder, then upload that folder to any static host or a "
+                             "CDN. Set the base URL when the site is served from a sub-path of the domain." + _SITE),
+    "site-howto/translate.md": ("Translating the Website", "Declare the locales in the config file, then copy "
+                                "the markdown pages into the i18n folder of each locale and translate them. The "
+                                "locale dropdown in the navigation bar switches the language of the whole site."
+                                + _SITE),
+    "site-howto/versions.md": ("Versioning the Documentation", "Snapshot the current docs as a numbered version "
+                               "with the versioning command; older versions stay browsable and a version dropdown "
+                               "lets readers switch. Edit the next version in the docs folder as usual." + _SITE),
+    "site-howto/pages.md": ("Adding a Standalone Page", "A markdown or React file in the pages folder becomes a "
+                            "page at its own URL, outside the docs sidebar. Use it for a landing page, a team "
+                            "page or a contact form, styled with the site's CSS modules." + _SITE),
+}
+
+
 def _point(pid, vector, source_file, section="s", content="text"):
     return models.PointStruct(id=pid, vector=[float(x) for x in vector],
                               payload={"source_file": source_file, "section_title": section, "title": source_file,
@@ -137,6 +165,46 @@ def test_an_off_topic_page_added_to_the_book_is_flagged_with_its_nearest_file(bo
     reach_report.record(report, reachability.measure(store, SAMPLE_COLLECTION, table=table), off, **GATES)
     gate = report.gates[2]
     assert not gate.passed and page in gate.detail and gate.parameter == "max_offtopic_files"
+
+
+def test_a_block_of_similar_site_pages_left_in_the_book_is_flagged_as_one_group(book_points, embedder, tmp_path):
+    """Six pages like each other and unlike the book: alone, each one's rest holds the five others (the old
+    single-file rule flags at most a few); the group rule judges the block against the book without it."""
+    for path, (title, body) in SITE_PAGES.items():
+        (tmp_path / path).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / path).write_text(f"---\ntitle: {title}\n---\n# {title}\n\n{body}\n", encoding="utf-8")
+    prepared, _, _ = prepare_documents(tmp_path, embedder)
+    chunks = [c for items in prepared.values() for c in items]
+    vectors = embedder.embed_documents([c.embed_text for c in chunks])
+    store = _copy_of_book(book_points, [models.PointStruct(id=c.point_id, vector=list(v), payload=c.payload)
+                                        for c, v in zip(chunks, vectors)])
+    table = reachability.read_chunks(store, SAMPLE_COLLECTION)
+    off = offtopic.measure_offtopic(table.files, table.titles, table.vectors, stock=table.stock)
+    assert not off.stock_pages  # nothing here is a template's text: the vectors alone found them
+    assert sorted(f.path for f in off.candidates) == sorted(SITE_PAGES), offtopic.offtopic_frame(off).head(8)
+    assert len(off.groups) == 1 and sorted(off.groups[0].files) == sorted(SITE_PAGES)
+    assert {f.group for f in off.candidates} == {0}
+    report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
+    reach_report.record(report, reachability.measure(store, SAMPLE_COLLECTION, table=table), off, **GATES)
+    gate = report.gates[2]
+    assert not gate.passed and gate.value == len(SITE_PAGES) and "a group of 6 files" in gate.detail
+
+
+def test_a_site_generators_stock_page_is_named_by_its_text_whatever_its_vector():
+    """Two template sentences (or the template's title and one) make a stock page, however the page marked them
+    up; a book page that mentions the generator once is not one."""
+    from retrieval_lib.collection.boilerplate import stock_page
+
+    page = ("Add **Markdown or React** files to `src/pages` to create a **standalone page**. Docusaurus is a "
+            "**static-site-generator**: it builds plain HTML.")
+    assert stock_page("Create a Page", page) == "Docusaurus tutorial"
+    assert stock_page("Anything", page) == "Docusaurus tutorial"  # two sentences, no title needed
+    assert stock_page("Deploy our robot docs", "Our site is built with Docusaurus and deployed nightly.") is None
+    vectors = np.eye(6)  # six files, each its own direction: no group is apart by its vectors
+    files = [f"f{i}.md" for i in range(6)]
+    marks = [None] * 5 + ["Docusaurus tutorial"]
+    off = offtopic.measure_offtopic(files, files, vectors, stock=marks)
+    assert [f.path for f in off.candidates] == ["f5.md"] and off.candidates[0].stock == "Docusaurus tutorial"
 
 
 def test_a_planted_generic_chunk_near_everything_is_found_as_a_hub(book_points, tmp_path):

@@ -3,12 +3,14 @@
 from __future__ import annotations
 
 import json
+import re
 
 import pytest
 import sqlalchemy as sa
 from corpus import make_payload
 from service_fixtures import SERVICE_DOCS, client_for, small_retriever, sqlite_db
 
+from retrieval_lib.service import ServiceOptions
 from retrieval_lib.service.join import MISSING_ROWS_WARNING
 from retrieval_lib.service.querylog import LOG_FIELDS
 from retrieval_lib.service.schemas import RESULT_FIELDS
@@ -99,12 +101,24 @@ def test_invalid_input_is_400_with_the_schema_and_a_message_naming_the_fault(ser
     (b"", {"content-type": "application/json"}, "required"),
     (b'{"query": NaN}', {"content-type": "application/json"}, "query"),
     (b'{"query": "ok", "top_k": 1e999}', {"content-type": "application/json"}, "top_k"),
-    (b'{"query": "ok"}', {"content-type": "text/plain"}, "JSON object"),
     (b'{"query": "\\ud800 a lone surrogate"}', {"content-type": "application/json"}, "Unicode"),
+    ('{"query": "\u200b\u200b\ufeff"}'.encode(), {"content-type": "application/json"}, "no visible characters"),
+    (b'{"query": "\\ufeff\\u200d\\u2060 "}', {"content-type": "application/json"}, "no visible characters"),
 ])
 def test_malformed_bodies_are_400_never_422(served, content, headers, says):
     error = _error(served.client.post("/search", content=content, headers=headers), 400)
     assert error["type"] == "ValidationError" and says in error["message"]
+
+
+@pytest.mark.parametrize("headers", [{"content-type": "text/plain"},
+                                     {"content-type": "application/x-www-form-urlencoded"},
+                                     {"content-type": "multipart/form-data; boundary=x"}, {}])
+def test_a_body_that_is_not_sent_as_json_is_415(served, headers):
+    error = _error(served.client.post("/search", content=b'{"query": "ok"}', headers=headers), 415)
+    assert error["type"] == "UnsupportedMediaTypeError" and "application/json" in error["message"]
+    ok = served.client.post("/search", content=b'{"query": "ok"}',
+                            headers={"content-type": "application/vnd.api+json; charset=utf-8"})
+    assert ok.status_code == 200
 
 
 def test_a_one_megabyte_body_is_413_before_it_is_read(served):
@@ -215,7 +229,7 @@ def test_a_bug_is_a_500_with_the_schema_and_no_detail(tmp_path):
     def broken(*args, **kwargs):
         raise RuntimeError("token=sk-secret-in-a-bug")
 
-    retriever.search = broken  # type: ignore[method-assign]
+    retriever.search = retriever.search_many = broken  # type: ignore[method-assign]  # lone and batched paths
     with client_for(retriever, sqlite_db(tmp_path)) as s:
         response = s.client.post("/search", json={"query": QUERY})
         error = _error(response, 500)
@@ -233,3 +247,24 @@ def test_the_openapi_schema_publishes_400_not_422_and_refuses_unknown_fields(ser
     assert {"200", "400", "413", "502", "503"} <= set(responses)
     request = schema["components"]["schemas"]["SearchRequest"]
     assert request["additionalProperties"] is False and request["required"] == ["query"]
+
+
+def test_the_openapi_schema_publishes_every_limit_the_service_enforces(tmp_path):
+    retriever = small_retriever()
+    with client_for(retriever, sqlite_db(tmp_path), options=ServiceOptions(query_max_chars=200)) as s:
+        schema = s.client.get("/openapi.json").json()
+    responses = schema["paths"]["/search"]["post"]["responses"]
+    assert {"200", "400", "408", "413", "415", "500", "502", "503"} <= set(responses)
+    for status, response in responses.items():  # the error schema on every error status
+        if status != "200":
+            assert response["content"]["application/json"]["schema"] == {"$ref": "#/components/schemas/ErrorAnswer"}
+    props = schema["components"]["schemas"]["SearchRequest"]["properties"]
+    query = props["query"]
+    assert (query["minLength"], query["maxLength"]) == (1, 200)  # the app's own limit
+    assert re.search(query["pattern"], "\u200b\ufeff \u2060") is None and re.search(query["pattern"], "\u200bROS")
+    assert props["top_k"]["minimum"] == 1 and "maximum" not in props["top_k"] and props["top_k"]["x-capped-at"] == 20
+    number = next(b for b in props["similarity_threshold"]["anyOf"] if b.get("type") == "number")
+    assert (number["minimum"], number["maximum"]) == (0, 1)
+    for name in ("source_prefix", "section"):
+        text = next(b for b in props[name]["anyOf"] if b.get("type") == "string")
+        assert (text["minLength"], text["maxLength"]) == (1, 500) and re.search(text["pattern"], " \t") is None

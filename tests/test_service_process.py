@@ -18,6 +18,7 @@ import pytest
 from fakes.cohere_server import FakeCohere
 from fakes.proxies import direct_env
 from fakes.tcp import closed_port
+from service_fixtures import assert_schemathesis_clean, schemathesis_run
 
 from retrieval_lib import VectorStore
 from retrieval_lib.checks.api.target import ServiceProcess
@@ -156,3 +157,32 @@ def test_an_unreachable_qdrant_is_503_on_search_and_health_end_to_end(tmp_path):
             assert health.status_code == 503
             assert health.json()["dependencies"]["vector_store"]["reachable"] is False
             assert key not in svc.output()
+
+
+def test_schemathesis_finds_no_failure_against_the_real_model_and_sample_book(live, http, tmp_path, figure_line):
+    svc, log_file = live
+    before = len(log_file.read_text().splitlines())
+    report = schemathesis_run(svc.url, tmp_path / "st", max_examples=50)
+    lines = [json.loads(line) for line in log_file.read_text().splitlines()[before:]]
+    statuses: dict[int, int] = {}
+    for line in lines:
+        statuses[line["status"]] = statuses.get(line["status"], 0) + 1
+    cases = report["test_cases"]
+    figure_line(f"service (MiniLM, sample book, `serve`): schemathesis {cases['generated']} test cases, {len(lines)} "
+                f"requests, statuses {dict(sorted(statuses.items()))}, {cases['unique_failures']} failures")
+    assert_schemathesis_clean(report)
+    assert len(lines) >= cases["generated"] >= 50 and statuses.get(200, 0) >= 10 and 500 not in statuses
+    assert "Traceback" not in svc.output()
+
+
+def test_a_lone_surrogate_query_is_400_and_one_log_line_with_no_traceback(live, http):
+    svc, log_file = live
+    before = len(log_file.read_bytes().split(b"\n"))
+    for body in (b'{"query": "ROS2 \\ud800"}', b'{"query": "ROS2 \\udc80 nodes"}'):
+        response = http.post("/search", content=body, headers={"content-type": "application/json"})
+        assert response.status_code == 400 and "Unicode" in response.json()["error"]["message"]
+    raw = log_file.read_bytes()
+    raw.decode("utf-8")  # still valid UTF-8
+    lines = [json.loads(line) for line in raw.split(b"\n")[before - 1:] if line]
+    assert [line["query"] for line in lines] == ["ROS2 \ud800", "ROS2 \udc80 nodes"]
+    assert "Traceback" not in svc.output() and "UnicodeEncodeError" not in svc.output()

@@ -11,7 +11,8 @@ and figures on a :class:`~retrieval_lib.workbook.NotebookReport`. The registry
                       similarity threshold honoured (01)
 ``scores``            where do in-domain and out-of-domain top-1 scores fall (02); ``thresholds``: which
                       threshold separates them
-``coverage``          can every source file be reached by a query; do topic queries land in their module (03)
+``coverage``          can every source file be reached by a query (03); ``topics``: do topic queries (the profile's
+                      primary query, or a drafted topics file) land in their section
 ``consistency``       does the same query always return the same ranking (04); ``languages``: do questions in
                       other languages find what their English originals find
 ``golden``            do the golden queries find their pages, and do the negatives stay below the bar (05)
@@ -57,9 +58,10 @@ from retrieval_lib.checks import (
     reachability,
     scores,
     thresholds,
+    topics,
 )
 
 __all__ = ["ann", "api", "chunks", "compare", "compare_stats", "compare_views", "consistency", "contract",
            "contract_diagnosis", "contract_sample", "coverage", "golden", "health", "holdings", "judged", "languages",
            "latency",
-           "offtopic", "query", "reach_report", "reachability", "scores", "thresholds"]
+           "offtopic", "query", "reach_report", "reachability", "scores", "thresholds", "topics"]

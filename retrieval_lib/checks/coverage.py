@@ -357,29 +357,42 @@ def hit_rate_figure(study: CoverageStudy):
         title=f"Heading-query hit rate per file (red: unreachable by any of {len(study.queries)} queries)")
 
 
-def record(report: NotebookReport, study: CoverageStudy, primary: SearchResponse, *, primary_prefix: str,
-           min_reachable_share: float, min_primary_share: float) -> PrefixHits:
+def record(report: NotebookReport, study: CoverageStudy, primary: SearchResponse | None = None, *,
+           primary_prefix: str | None = None, min_reachable_share: float, min_primary_share: float,
+           topics: Any = None) -> PrefixHits | float:
     """Record notebook 03's gates (seed 000 SC-003 reachability, SC-007 module), findings and metrics.
 
-    The module gate's value and its detail both come from one :func:`prefix_hits`, which is returned.
+    The module gate comes from ``topics`` (a :class:`~retrieval_lib.checks.topics.TopicStudy`: the profile's
+    primary query, or a drafted topics file) when given, and returns its share; else from ``primary`` and
+    ``primary_prefix``, whose value and detail both come from one :func:`prefix_hits`, which is returned.
     """
     files, k, unreachable = study.files, study.top_k, study.unreachable
-    reachable, lands = len(files) - len(unreachable), prefix_hits(primary, primary_prefix)
+    reachable = len(files) - len(unreachable)
     report.gate("every source file is reachable by a query", study.reachable_share >= min_reachable_share,
                 value=round(study.reachable_share, 4), threshold=min_reachable_share, rule=">=", unit="share",
                 parameter="min_reachable_share",
                 detail=(f"{reachable}/{len(files)} files in some query's top-{k}; "
                         + ("unreachable: " + ", ".join(unreachable) if unreachable else "none unreachable")))
-    name = f"{primary.query_text!r} lands in {primary_prefix}"
-    if files and not lands.hits and not any(c.path.startswith(primary_prefix) for c in files):
-        report.not_applicable(name, f"no source file of this collection starts with {primary_prefix!r}: the "
-                                    "topic query and its module describe another book (set primary_query and "
-                                    "primary_prefix for this one)", parameter="primary_prefix")
+    landed: PrefixHits | float
+    deferred = None
+    if topics is not None:
+        landed = share = topics.record(report, min_primary_share=min_primary_share)
     else:
-        report.gate(name, lands.share >= min_primary_share,
-                    value=round(lands.share, 4), threshold=min_primary_share, rule=">=", unit="share",
-                    parameter="min_primary_share",
-                    detail=f"{lands.hits}/{lands.results} results from {primary_prefix}")
+        if primary is None or primary_prefix is None:
+            raise ValidationError("coverage.record needs topics, or primary and primary_prefix", field="topics")
+        lands = landed = prefix_hits(primary, primary_prefix)
+        share = lands.share
+        name = f"{primary.query_text!r} lands in {primary_prefix}"
+        if files and not lands.hits and not any(c.path.startswith(primary_prefix) for c in files):
+            report.not_applicable(name, f"no source file of this collection starts with {primary_prefix!r}: the "
+                                        "topic query and its module describe another book (set primary_query and "
+                                        "primary_prefix for this one)", parameter="primary_prefix")
+        else:
+            report.gate(name, lands.share >= min_primary_share,
+                        value=round(lands.share, 4), threshold=min_primary_share, rule=">=", unit="share",
+                        parameter="min_primary_share",
+                        detail=f"{lands.hits}/{lands.results} results from {primary_prefix}")
+        deferred = f"{primary.query_text!r}: {lands.share:.0%} of the top {k} from {primary_prefix}"
     mean_hit = sum(c.heading_hit_rate for c in files) / len(files) if files else 0.0
     weak = sum(c.heading_hit_rate < 1.0 for c in files)
     independent = sum(bool(c.reached_by_others) for c in files)
@@ -395,13 +408,14 @@ def record(report: NotebookReport, study: CoverageStudy, primary: SearchResponse
     if files:  # the file whose own headings most often miss it
         least = min(files, key=lambda c: (c.heading_hit_rate, c.path))
         report.finding(f"lowest heading hit rate: {least.path} ({least.hits_of_queries})")
-    report.finding(f"{primary.query_text!r}: {lands.share:.0%} of the top {k} from {primary_prefix}")
+    if deferred:
+        report.finding(deferred)
     for name, value in (("source_files", len(files)), ("chunks", sum(c.chunks for c in files)),
                         ("queries", len(study.queries)), ("reachable_files", reachable),
                         ("reachable_share", study.reachable_share), ("unreachable_files", unreachable),
                         ("mean_heading_hit_rate", mean_hit), ("files_reached_by_other_queries", independent),
-                        ("missed_heading_queries", missed), ("primary_share", lands.share)):
+                        ("missed_heading_queries", missed), ("primary_share", share)):
         report.metric(name, value)
     write_run(report, study.responses, kinds=[q.origin for q in study.queries], top_k=k, query_set="derived",
               qrels=[(q.text, q.owner) for q in study.queries if q.owner], qrels_level="source_file")
-    return lands
+    return landed

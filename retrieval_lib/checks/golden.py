@@ -279,12 +279,14 @@ def golden_absent(validation: ValidationReport) -> str | None:
 
 
 def record(report: NotebookReport, validation: ValidationReport, scan: PayloadScan, *,
-           min_metadata_completeness: float) -> None:
+           min_metadata_completeness: float, golden: GoldenSet | None = None) -> None:
     """Record notebook 05's gates, findings and metrics.
 
     Gates: at least ``required_passes`` golden queries pass; every negative
     passes; metadata completeness (from ``scan``, the scan behind
     ``validation.metadata_completeness``) >= ``min_metadata_completeness``.
+    ``golden``: the set judged; when it carries origins (drafted), the two golden gates say "on N drafted, M
+    reviewed queries" (negatives).
 
     Raises:
         ValidationError: ``min_metadata_completeness`` outside [0, 100].
@@ -302,12 +304,14 @@ def record(report: NotebookReport, validation: ValidationReport, scan: PayloadSc
                 value=v.passed_queries, threshold=v.required_passes, rule=">=", unit="queries",
                 hint=golden_hint(v),
                 detail=f"{v.passed_queries}/{len(gold)} golden queries found an expected page in the top {k} "
-                       "with score >= min_score (negatives not counted)")
+                       "with score >= min_score (negatives not counted)",
+                provenance=golden.provenance if golden is not None else None)
     report.gate("every negative returns nothing relevant", v.negatives_passed == v.negatives_total,
                 value=v.negatives_passed, threshold=v.negatives_total, rule="==", unit="negatives",
                 hint="an out-of-domain query scored at or above its max_score: the collection holds text on that "
                      "topic, or the golden set file's max_score is too low for this embedder",
-                detail=f"{v.negatives_passed}/{v.negatives_total} negatives empty or below max_score")
+                detail=f"{v.negatives_passed}/{v.negatives_total} negatives empty or below max_score",
+                provenance=golden.negatives_provenance if golden is not None else None, noun="negatives")
     record_completeness(report, scan, min_metadata_completeness)
 
     extra_passed = sum(o.passed for o in extra)

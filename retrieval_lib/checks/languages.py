@@ -151,8 +151,9 @@ def record(report: NotebookReport, comparison: LanguageComparison, *, min_cross_
         report.gate("questions in other languages find what English finds", value >= min_cross_lingual_jaccard,
                     value=round(value, 4), threshold=min_cross_lingual_jaccard, rule=">=", unit="Jaccard",
                     parameter="min_cross_lingual_jaccard",
-                    hint=f"{c.model} does not map these languages onto English: use a multilingual model (Cohere "
-                         "embed-multilingual-v3.0) for documents and queries, or set the gate to null",
+                    hint=f"{c.model} does not map these languages onto English: use a multilingual model for documents "
+                         "and queries (Cohere embed-multilingual-v3.0; offline, EMBEDDING_PROVIDER=e5 and "
+                         "params/e5.yaml), or set the gate to null",
                     detail=f"lowest mean Jaccard@{k}: {worst.language if worst else '-'} {value:.3f}")
     for s in c.summaries:
         report.finding(f"{s.language}: mean Jaccard@{k} with English {s.mean_jaccard:.2f} (min {s.min_jaccard:.2f}), "

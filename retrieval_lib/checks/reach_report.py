@@ -159,6 +159,19 @@ def file_figure(study: ReachStudy, offtopic: OffTopicStudy | None = None):
                                  "(red: off-topic candidate, orange: has an anti-hub)")
 
 
+def offtopic_text(offtopic: OffTopicStudy) -> str:
+    """The off-topic candidates in words: the groups apart from the book (largest first), then stock pages."""
+    parts = [g.text() for g in offtopic.groups]
+    grouped = {path for g in offtopic.groups for path in g.files}
+    by_template: dict[str, list[str]] = {}
+    for f in offtopic.stock_pages:
+        by_template.setdefault(str(f.stock), []).append(f.path)
+    for template, paths in sorted(by_template.items()):
+        parts.append(f"{len(paths)} stock pages of the {template} template"
+                     + ("" if set(paths) <= grouped else f": {', '.join(sorted(paths))}"))
+    return "; ".join(parts) or "none"
+
+
 def record(report: NotebookReport, study: ReachStudy, offtopic: OffTopicStudy, reach: QueryReach | None = None, *,
            max_antihub_share: float, max_nk_skewness: float, max_offtopic_files: int) -> None:
     """Record notebook 10's gates, findings and metrics (module docstring)."""
@@ -178,15 +191,14 @@ def record(report: NotebookReport, study: ReachStudy, offtopic: OffTopicStudy, r
     cands = offtopic.candidates
     report.gate("no off-topic files", len(cands) <= max_offtopic_files, value=len(cands),
                 threshold=max_offtopic_files, rule="<=", unit="files", parameter="max_offtopic_files",
-                detail=(", ".join(f"{f.path} ({f.title!r}, nearest {f.nearest_file})" for f in cands) or "none")
-                + f"; rule: {offtopic.rule}",
+                detail=offtopic_text(offtopic) + f"; rule: {offtopic.rule}",
                 hint="remove the listed pages from the docs folder (template pages, changelogs, stray pages) and "
                      "re-ingest, or raise offtopic_max_z if they belong to the book")
     report.finding(f"{how}; top {k} each: anti-hub share {est.text()}")
     report.finding(f"N_k skewness {study.skewness:.3f}, Gini {study.gini:.3f}; {len(study.hub_rows)} hubs "
                    f"({study.hub_rule})" + (": " + "; ".join(f"{study.table.files[r]} §{study.table.sections[r]}"
                                                           for r in study.hub_rows[:5]) if study.hub_rows else ""))
-    report.finding(f"off-topic candidates: {', '.join(f.path for f in cands) or 'none'} ({offtopic.rule})")
+    report.finding(f"off-topic candidates: {offtopic_text(offtopic)} ({offtopic.rule})")
     if reach is not None:
         never = [r for r in study.antihub_rows if not reach.reached[r]]
         report.finding(f"{int(reach.reached.sum())} of {n} chunks ({reach.share:.1%}) are in some top "

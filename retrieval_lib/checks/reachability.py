@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_lib.collection.boilerplate import stock_page
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.stores import ReadableStore
 from retrieval_lib.stores.scan import page_size
@@ -69,6 +70,8 @@ class ChunkTable:
     titles: list[str]
     previews: list[str]
     vectors: np.ndarray
+    #: each chunk's site-generator template when its text is a stock page (:func:`stock_page`), else None
+    stock: list[str | None] = field(default_factory=list)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -92,7 +95,7 @@ def read_chunks(store: ReadableStore, collection: str, *, preview_chars: int = 1
         ValidationError: a point without a vector. CollectionNotFoundError, VectorStoreError: from the store.
     """
     size = page_size(store, store.count(collection))
-    ids, files, sections, titles, previews, vectors = [], [], [], [], [], []
+    ids, files, sections, titles, previews, vectors, stock = [], [], [], [], [], [], []
     for point in store.scroll(collection, with_payload=SCAN_FIELDS, with_vectors=True, batch_size=size):
         payload = point.payload or {}
         ids.append(str(point.id))
@@ -101,9 +104,10 @@ def read_chunks(store: ReadableStore, collection: str, *, preview_chars: int = 1
         titles.append(str(payload.get("title") or ""))
         text = " ".join(str(payload.get("content") or "").split())
         previews.append(text[:preview_chars] + ("…" if len(text) > preview_chars else ""))
+        stock.append(stock_page(titles[-1], text))
         vectors.append(_vector(point))
     matrix = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
-    return ChunkTable(ids, files, sections, titles, previews, matrix)
+    return ChunkTable(ids, files, sections, titles, previews, matrix, stock)
 
 
 def neighbour_lists(store: ReadableStore, collection: str, table: ChunkTable, rows: Sequence[int] | np.ndarray, *,

@@ -30,6 +30,7 @@ from typing import Any
 
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import SearchResponse
+from retrieval_lib.params import Provenance
 from retrieval_lib.workbook.report import NotebookReport
 from retrieval_lib.workbook.runfiles import write_run
 
@@ -349,12 +350,15 @@ def tradeoff_figure(study: ScoreStudy, candidate_threshold: float):
 
 
 def record(report: NotebookReport, study: ScoreStudy, *, candidate_threshold: float,
-           min_separation: float) -> ThresholdVerdict:
+           min_separation: float, provenance: Provenance | None = None) -> ThresholdVerdict:
     """Record notebook 02's gates, findings and metrics on ``report`` (a NotebookReport).
 
     Gates: every similarity score within [0, 1] (:func:`clip_counts`, seed 000 SC-008);
     ``separation >= min_separation``; ``candidate_threshold`` keeps every in-domain query and
     rejects every OOD one (:func:`judge_threshold`). Returns that verdict.
+
+    ``provenance``: the query sets' drafted and reviewed queries (``QuerySets.provenance_of``); when the sets
+    carry origins, each gate says "on N drafted, M reviewed queries".
     """
     in_top1, ood_top1, gap = study.in_top1, study.ood_top1, study.gap
     clips = clip_counts(study.in_domain + study.out_of_domain)
@@ -363,11 +367,11 @@ def record(report: NotebookReport, study: ScoreStudy, *, candidate_threshold: fl
                 value=clips.out_of_range, threshold=0, rule="==", unit="scores",
                 detail=f"{clips.scores} scores, {clips.out_of_range} outside [0, 1]; {clips.negative} raw cosine "
                        f"scores were negative and clipped to 0, {clips.above_one} above 1 clipped to 1 "
-                       f"(lowest raw score {clips.min_raw:.3f})")
+                       f"(lowest raw score {clips.min_raw:.3f})", provenance=provenance)
     report.gate("in-domain and out-of-domain separate by score", gap.width >= min_separation,
                 value=round(gap.width, 4), threshold=min_separation, rule=">=", parameter="min_separation",
                 detail=f"min in-domain top-1 {gap.lowest_in_domain:.3f} - max OOD top-1 {gap.highest_ood:.3f} "
-                       f"= {gap.width:.3f}")
+                       f"= {gap.width:.3f}", provenance=provenance)
     lost = ", ".join(repr(q) for q in verdict.in_domain_lost) or "none"
     admitted = ", ".join(repr(q) for q in verdict.ood_admitted) or "none"
     report.gate(f"threshold {candidate_threshold:g} keeps every in-domain query and rejects every OOD query",
@@ -375,7 +379,8 @@ def record(report: NotebookReport, study: ScoreStudy, *, candidate_threshold: fl
                 parameter="candidate_threshold",
                 hint=(f"set `candidate_threshold` to {gap.recommended:.3f}, the middle of the gap between the sets"
                       if gap.recommended is not None else "no threshold separates the sets: see the trade-off table"),
-                detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}")
+                detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}",
+                provenance=provenance)
 
     answered = [s for s in in_top1 if not math.isnan(s)]  # queries with no result have no top-1 to describe
     median, highest = (statistics.median(answered), max(answered)) if answered else (math.nan, math.nan)
@@ -392,6 +397,9 @@ def record(report: NotebookReport, study: ScoreStudy, *, candidate_threshold: fl
                    f"results score below {candidate_threshold:g}: at that threshold those queries keep fewer than "
                    f"{study.top_k} chunks")
     report.finding(f"{clips.negative} of {clips.scores} raw cosine scores were negative (clipped to 0)")
+    if provenance is not None and provenance.marked:
+        report.finding(f"the query sets hold {provenance.drafted} drafted and {provenance.reviewed} reviewed queries: "
+                       "drafted ones repeat their page's own words and run easier than a person's (docs/drafting.md)")
     for name, value in (("in_domain_queries", len(in_top1)), ("ood_queries", len(ood_top1)),
                         ("in_domain_top1_min", gap.lowest_in_domain), ("in_domain_top1_median", median),
                         ("in_domain_top1_max", highest), ("ood_top1_max", gap.highest_ood),

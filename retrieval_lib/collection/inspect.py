@@ -13,7 +13,6 @@ One pass over a sample of points (payloads as written, nested keys included) and
 from __future__ import annotations
 
 import hashlib
-import math
 import re
 from collections import Counter
 from collections.abc import Callable, Sequence
@@ -21,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from retrieval_lib.collection.infer import key_stats
-from retrieval_lib.collection.ours import embedded_text
+from retrieval_lib.collection.ours import embedded_form
 from retrieval_lib.collection.roles import ROLE_MEANINGS, ROLES, PayloadRoles
 from retrieval_lib.collection.view import CollectionView
 from retrieval_lib.embedding import Embedder
@@ -95,12 +94,6 @@ class Inspection:
         return out
 
 
-def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
-    dot = sum(x * y for x, y in zip(a, b))
-    na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(y * y for y in b))
-    return dot / (na * nb) if na and nb else 0.0
-
-
 def _vector_of(point: Any, name: str | None) -> list[float] | None:
     vector = point.vector
     if isinstance(vector, dict):
@@ -114,10 +107,14 @@ def _vectors(view: CollectionView, collection: str) -> dict[str, Any]:
     sparse = sorted((getattr(config, "sparse_vectors", None) or {}).keys())
     if isinstance(dense, dict):
         named = {n: (int(p.size), str(getattr(p.distance, "value", p.distance))) for n, p in dense.items()}
-        used = next(iter(named)) if len(named) == 1 else None
+        chosen = getattr(view, "vector_name", None)
+        used = chosen if chosen in named else next(iter(named)) if len(named) == 1 else None
+        note = ("" if used and not chosen else f"QDRANT_VECTOR_NAME={chosen} picks it" if used else
+                f"no vector named {chosen!r}: set QDRANT_VECTOR_NAME to one of these" if chosen else
+                "several named vectors: set QDRANT_VECTOR_NAME to the one your chatbot searches (the workbook "
+                "validates one vector per point)")
         return {"named": sorted(named), "used": used, "dimension": named[used][0] if used else None,
-                "distance": named[used][1] if used else None, "sparse": sparse,
-                "note": "" if used else "several named vectors: the workbook validates one vector per point"}
+                "distance": named[used][1] if used else None, "sparse": sparse, "note": note}
     return {"named": [], "used": "(unnamed)", "dimension": int(dense.size) if dense else None,
             "distance": str(getattr(dense.distance, "value", dense.distance)) if dense else None, "sparse": sparse,
             "note": ""}
@@ -126,14 +123,15 @@ def _vectors(view: CollectionView, collection: str) -> dict[str, Any]:
 def _model_check(view: CollectionView, collection: str, sample: list[Any], embedder: Embedder,
                  alternatives: Sequence[Callable[[], Embedder]], vector_name: str | None,
                  ours: bool = False) -> dict[str, Any]:
-    pairs: list[tuple[str, list[float]]] = []
-    titled: list[str] = []
+    records: list[dict[str, Any]] = []
+    stored: list[list[float]] = []
     for p in sample:
-        text, vector = (p.payload or {}).get("content"), _vector_of(p, vector_name)
-        if text and vector:
-            pairs.append((text, vector))
-            titled.append(embedded_text(p.payload))
-    pairs, titled = pairs[:MODEL_SAMPLE], titled[:MODEL_SAMPLE]
+        vector = _vector_of(p, vector_name)
+        if (p.payload or {}).get("content") and vector:
+            records.append(p.payload)
+            stored.append(vector)
+    records, stored = records[:MODEL_SAMPLE], stored[:MODEL_SAMPLE]
+    pairs = list(zip(records, stored))
     out: dict[str, Any] = {"configured": f"{embedder.provider} / {embedder.model}", "sample": len(pairs),
                            "tried": []}
     if not pairs:
@@ -146,14 +144,8 @@ def _model_check(view: CollectionView, collection: str, sample: list[Any], embed
             return {"model": f"{e.provider} / {e.model}", "dimension": e.dimension, "cosine_mean": None,
                     "cosine_min": None, "why": f"makes {e.dimension}-dimensional vectors, the collection holds "
                                                f"{stored_dim}"}
-        # the text as embedded: our ingest embeds "title\ncontent", most pipelines the content alone; the likely
-        # form first, the other only when the first does not match
-        plain = [t for t, _ in pairs]
-        forms = [titled, plain] if ours else [plain, titled]
-        cos = [_cosine(f, v) for f, (_, v) in zip(e.embed_documents(forms[0]), pairs)]
-        if forms[1] != forms[0] and sum(cos) / len(cos) < MATCH_COSINE:
-            again = [_cosine(f, v) for f, (_, v) in zip(e.embed_documents(forms[1]), pairs)]
-            cos = max(cos, again, key=lambda c: sum(c) / len(c))
+        cos = embedded_form(records, stored, e.embed_documents, ours_first=ours,
+                            accept=lambda c: sum(c) / len(c) >= MATCH_COSINE).cosines
         return {"model": f"{e.provider} / {e.model}", "dimension": e.dimension,
                 "cosine_mean": round(sum(cos) / len(cos), 4), "cosine_min": round(min(cos), 4), "why": ""}
 

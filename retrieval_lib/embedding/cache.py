@@ -30,9 +30,9 @@ from typing import Any
 __all__ = ["QueryCache", "CachedEmbedder", "EmbedUsage", "query_key", "cache_file",
            "MAX_BATCH", "total_usage", "embedding_totals", "prefetch_run"]
 
-#: Texts per embed call: Cohere's limit, and the batch search and ingest use. Each embedder batches to its own
-#: provider's limit inside (``retrieval_lib.embedding.base.PROVIDERS``); this counts calls of an embedder that
-#: does not count its own.
+#: Cohere's texts per embed call. Search and ingest cut at each embedder's own request limit
+#: (:func:`retrieval_lib.embedding.base.request_size`) and each embedder batches to it inside; this only counts calls
+#: of an embedder that does not count its own.
 MAX_BATCH = 96
 QUERY = "search_query"
 CACHE_FORMAT = 1

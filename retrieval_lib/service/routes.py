@@ -2,11 +2,14 @@
 
 Both are plain (synchronous) functions: the retriever, the embedder and the
 database drivers block, so FastAPI runs each request in its thread pool and
-the event loop stays free to accept the next one.
+the event loop stays free to accept the next one. A search is validated in its
+own thread, then embedded and searched together with the queries that arrive
+with it (:mod:`.batching`), unless the app was built with ``batching=False``.
 """
 
 from __future__ import annotations
 
+import re
 import time
 from typing import TYPE_CHECKING, Any
 
@@ -15,10 +18,17 @@ from fastapi.responses import JSONResponse
 
 from retrieval_lib.errors import EmbeddingError, ValidationError
 from retrieval_lib.service.guard import LOG_KEY
-from retrieval_lib.service.health import NO_DATABASE, embedder_facts, health_body, probe_store
+from retrieval_lib.service.health import embedder_facts, health_body, probe_database, probe_store
 from retrieval_lib.service.join import join_results
-from retrieval_lib.service.schemas import ErrorAnswer, HealthAnswer, SearchAnswer, SearchRequest
-from retrieval_lib.validation import validate_query
+from retrieval_lib.service.schemas import (
+    FILTER_MAX_CHARS,
+    VISIBLE_CHARACTER,
+    ErrorAnswer,
+    HealthAnswer,
+    SearchAnswer,
+    SearchRequest,
+)
+from retrieval_lib.validation import validate_filter, validate_params, validate_query
 
 if TYPE_CHECKING:
     from retrieval_lib.service.app import ServiceState
@@ -28,14 +38,18 @@ __all__ = ["router", "run_search"]
 router = APIRouter()
 
 _ERRORS: dict[int | str, dict[str, Any]] = {
-    400: {"model": ErrorAnswer, "description": "invalid input: empty or over-long query, top_k < 1 or not an "
-                                               "integer, threshold outside [0, 1], malformed JSON, wrong types, "
-                                               "unknown fields"},
+    400: {"model": ErrorAnswer, "description": "invalid input: empty, invisible or over-long query, top_k < 1 or "
+                                               "not an integer, threshold outside [0, 1], malformed JSON, wrong "
+                                               "types, unknown fields"},
+    408: {"model": ErrorAnswer, "description": "the request body stopped arriving (read timeout)"},
     413: {"model": ErrorAnswer, "description": "request body over the size limit"},
+    415: {"model": ErrorAnswer, "description": "the body was not sent as JSON (Content-Type: application/json)"},
     502: {"model": ErrorAnswer, "description": "the embedding service failed"},
-    503: {"model": ErrorAnswer, "description": "the vector store or the metadata database is unavailable"},
+    503: {"model": ErrorAnswer, "description": "the vector store or the metadata database is unavailable, or the "
+                                               "service is busy"},
     500: {"model": ErrorAnswer, "description": "a bug (the body still has the schema)"},
 }
+_VISIBLE = re.compile(VISIBLE_CHARACTER)
 
 
 def _state(request: Request) -> ServiceState:
@@ -51,16 +65,29 @@ def run_search(state: ServiceState, body: SearchRequest) -> dict[str, Any]:
     """
     t0 = time.perf_counter()
     limit = state.options.query_max_chars
-    text = validate_query(body.query, max(limit, len(body.query)))  # type, emptiness, valid Unicode
-    if len(text) > limit:  # the API's own limit, with the API's own advice
-        raise ValidationError(f"query is {len(text)} characters; this API accepts at most {limit}: shorten it",
-                              field="query")
+    if len(body.query) > limit:  # the API's own limit (the published maxLength), with the API's own advice
+        raise ValidationError(f"query is {len(body.query)} characters; this API accepts at most {limit}: "
+                              "shorten it", field="query")
+    text = validate_query(body.query, limit)  # type, emptiness, valid Unicode
+    if _VISIBLE.search(text) is None:
+        raise ValidationError("query has no visible characters (only zero-width or format characters, such as "
+                              "a BOM): type a question, e.g. \"What is ROS 2?\"", field="query")
+    for name in ("source_prefix", "section"):
+        value = getattr(body, name)
+        if isinstance(value, str) and len(value) > FILTER_MAX_CHARS:
+            raise ValidationError(f"{name} is {len(value)} characters; this API accepts at most {FILTER_MAX_CHARS}",
+                                  field=name)
+    threshold = 0.0 if body.similarity_threshold is None else body.similarity_threshold
     try:
-        response = state.retriever.search(
-            text, top_k=body.top_k,
-            similarity_threshold=0.0 if body.similarity_threshold is None else body.similarity_threshold,
-            source_prefix=body.source_prefix, section=body.section,
-        )
+        if state.batcher is None:
+            response = state.retriever.search(text, top_k=body.top_k, similarity_threshold=threshold,
+                                              source_prefix=body.source_prefix, section=body.section)
+        else:  # checked here, in the request's thread, so one bad request never fails a batch
+            validate_params(body.top_k, threshold)
+            validate_filter(body.source_prefix, "source_prefix")
+            validate_filter(body.section, "section")
+            # the values as sent: the batch's search_many caps top_k with the same warning as a lone search
+            response = state.batcher.search(text, (body.top_k, float(threshold), body.source_prefix, body.section))
     except EmbeddingError:
         state.embedder_ok = False
         raise
@@ -91,8 +118,7 @@ def search(body: SearchRequest, request: Request) -> JSONResponse:
             summary="Each dependency's reachability, latency and facts")
 def health(request: Request) -> JSONResponse:
     state = _state(request)
-    database = state.metadata.probe() if state.metadata is not None else NO_DATABASE
-    status, body = health_body(probe_store(state.retriever), database,
+    status, body = health_body(probe_store(state), probe_database(state),
                                embedder_facts(state.retriever, state.embedder_ok, state.embed_ms))
     entry = request.scope.get(LOG_KEY)
     if isinstance(entry, dict) and status != 200:

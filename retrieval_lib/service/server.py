@@ -7,11 +7,13 @@ The service as a child process on a free loopback port (for notebook 08 and the 
 from __future__ import annotations
 
 from pathlib import Path
+from typing import Any
 
 from retrieval_lib.config import Settings
 from retrieval_lib.service.app import ServiceOptions, configured_metadata, create_app, open_retriever
+from retrieval_lib.service.protocol import guarded_protocol
 
-__all__ = ["serve", "LOOPBACK"]
+__all__ = ["serve", "uvicorn_config", "LOOPBACK"]
 
 LOOPBACK = "127.0.0.1"
 
@@ -41,7 +43,27 @@ def serve(settings: Settings, *, host: str = LOOPBACK, port: int = 8000, log_fil
     try:
         metadata = configured_metadata(settings, retriever)  # None: a team's collection without DATABASE_URL
         app = create_app(settings, retriever=retriever, metadata=metadata, options=options, log_path=log_file)
-        # access_log off: the query log already writes one line per request, without headers
-        uvicorn.run(app, host=host, port=port, log_level="info", access_log=False, timeout_graceful_shutdown=5)
+        uvicorn.Server(uvicorn_config(app, host=host, port=port, options=options)).run()
     finally:
         retriever.close()
+
+
+def uvicorn_config(app: Any, *, host: str = LOOPBACK, port: int = 8000, options: ServiceOptions | None = None,
+                   log_level: str = "info") -> Any:
+    """uvicorn's configuration for the service: every limit of ``options`` that is the server's to enforce.
+
+    uvicorn's own settings where it has them (keep-alive, concurrency, graceful shutdown, h11's header
+    limit); the header read timeout and header size limit through :func:`~.protocol.guarded_protocol`.
+    """
+    import uvicorn
+
+    options = options or ServiceOptions()
+    return uvicorn.Config(
+        app, host=host, port=port, log_level=log_level,
+        access_log=False,  # the query log already writes one line per request, without headers
+        http=guarded_protocol(options.header_timeout, options.max_header_bytes),
+        timeout_keep_alive=options.keep_alive,
+        limit_concurrency=options.max_connections,
+        timeout_graceful_shutdown=options.shutdown_timeout,
+        h11_max_incomplete_event_size=options.max_header_bytes,
+    )

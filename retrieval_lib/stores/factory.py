@@ -25,5 +25,8 @@ def open_store(settings: Settings) -> VectorStore:
 
         return EdgeStore.at_path(settings.qdrant_path)
     if settings.qdrant_url:
-        return VectorStore.connect(settings)
-    return VectorStore.at_path(settings.qdrant_path)
+        store = VectorStore.connect(settings)
+    else:
+        store = VectorStore.at_path(settings.qdrant_path)
+    store.vector_name = settings.vector_name
+    return store

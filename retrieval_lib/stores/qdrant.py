@@ -53,6 +53,8 @@ class VectorStore:
         self.kind = kind  # "server", "embedded" or "memory"
         self.folder = folder
         self._vector_names: dict[str, str | None] = {}
+        #: the named vector to use when a collection has several (settings' QDRANT_VECTOR_NAME)
+        self.vector_name: str | None = None
         # Local mode is an in-process engine with no thread-safety promise; calls to it are
         # serialised (a server client is thread-safe and is left concurrent).
         self._lock: Any = threading.RLock() if kind != "server" else contextlib.nullcontext()
@@ -222,14 +224,21 @@ class VectorStore:
         """(vector name or None for the default vector, size, distance) of the collection."""
         vectors = self.info(collection).config.params.vectors
         if isinstance(vectors, dict):
-            if len(vectors) != 1:
-                names = ", ".join(sorted(vectors))
+            names = ", ".join(sorted(vectors))
+            if self.vector_name:
+                if self.vector_name not in vectors:
+                    raise ConfigurationError(
+                        f"collection {collection!r} has no vector named {self.vector_name!r} (its vectors: "
+                        f"{names or 'none'}); set QDRANT_VECTOR_NAME to one of them", variable="QDRANT_VECTOR_NAME")
+                name, params = self.vector_name, vectors[self.vector_name]
+            elif len(vectors) != 1:
                 raise ConfigurationError(
-                    f"collection {collection!r} has several named vectors ({names}); "
-                    "this workbook validates collections with one vector per point",
-                    variable="QDRANT_COLLECTION_NAME",
+                    f"collection {collection!r} has several named vectors ({names}); set QDRANT_VECTOR_NAME to "
+                    "the one your chatbot searches (the workbook validates one vector per point)",
+                    variable="QDRANT_VECTOR_NAME",
                 )
-            name, params = next(iter(vectors.items()))
+            else:
+                name, params = next(iter(vectors.items()))
         else:
             name, params = None, vectors
         if params is None:
@@ -311,12 +320,22 @@ class VectorStore:
         with self._translated(collection):
             return [r.points for r in self.client.query_batch_points(collection, requests=requests)]
 
+    def _vectors_to_read(self, collection: str, with_vectors: bool) -> bool | list[str]:
+        """``with_vectors`` for a read: the one named vector validated when the collection has several."""
+        if not with_vectors or not self.vector_name:
+            return with_vectors
+        if collection not in self._vector_names:
+            self.vector_params(collection)
+        name = self._vector_names.get(collection)
+        return [name] if name else with_vectors
+
     def retrieve(self, collection: str, point_ids: Sequence[str], *, with_vectors: bool = True,
                  with_payload: bool | Sequence[str] = False) -> list[Any]:
         """The points with these ids (missing ids are left out), in the order asked."""
+        vectors = self._vectors_to_read(collection, with_vectors)
         with self._translated(collection):
             found = self.client.retrieve(collection, list(point_ids), with_payload=with_payload,
-                                         with_vectors=with_vectors)
+                                         with_vectors=vectors)
         by_id = {str(p.id): p for p in found}
         return [by_id[str(i)] for i in point_ids if str(i) in by_id]
 
@@ -324,11 +343,12 @@ class VectorStore:
                with_vectors: bool = False, batch_size: int = 256, query_filter: Any = None) -> Iterator[Any]:
         """Every point of the collection, by paged scroll (never one huge request)."""
         offset = None
+        vectors = self._vectors_to_read(collection, with_vectors)
         while True:
             with self._translated(collection):
                 points, offset = self.client.scroll(
                     collection, limit=batch_size, offset=offset, with_payload=with_payload,
-                    with_vectors=with_vectors, scroll_filter=query_filter,
+                    with_vectors=vectors, scroll_filter=query_filter,
                 )
             yield from points
             if offset is None:

@@ -15,7 +15,16 @@ from retrieval_lib.workbook.glossary import definition_of, unit_of
 from retrieval_lib.workbook.registry import notebook_spec
 from retrieval_lib.workbook.report import gate_state
 from retrieval_lib.workbook.specs import explain
-from retrieval_lib.workbook.summary import duration_text, embedding_text, format_value, gate_hint, rule_text, verdict
+from retrieval_lib.workbook.summary import (
+    data_text,
+    duration_text,
+    embedding_text,
+    format_value,
+    gate_hint,
+    provenance_text,
+    rule_text,
+    verdict,
+)
 
 __all__ = ["render_index"]
 
@@ -60,6 +69,7 @@ def _facts(summary: dict[str, Any]) -> str:
         ("Notebooks run", _E(f"{len(ran)} of {len(available)}: {numbers}")
          + (f" · <b>not run:</b> {_E(', '.join(not_run))}" if not_run else "")),
         ("Embed calls", _E(embedding_text(summary.get("embedding")))),
+        *([("Validation data", _E(data_text(summary)))] if data_text(summary) else []),
         ("When", _E(f"started {summary.get('started')} · {duration_text(summary.get('duration_s'))}")),
         ("Workbook", _E(str(summary.get("version") or "unknown"))),
     ]
@@ -88,11 +98,13 @@ def _gate_rows(gates: list[dict[str, Any]]) -> str:
     order = {"failed": 0, "not applicable": 1, "passed": 2}
     ordered = sorted(gates, key=lambda g: order[gate_state(g)])  # failures first, otherwise in run order
     rows = []
+    drafted = any(g.get("provenance") for g in gates)  # a "data" column only when some data carries origins
     for g in ordered:
         mark = {"passed": '<span class="pass">PASS</span>', "failed": '<span class="fail">FAIL</span>',
                 "not applicable": '<span class="na">N/A</span>'}[gate_state(g)]
+        data = f"<td>{_E(provenance_text(g) or 'hand-written or none')}</td>" if drafted else ""
         rows.append(f"<tr><td>{_E(g['notebook'])}</td><td>{_E(g['name'])}</td><td>{mark}</td>"
-                    f"<td>{_E(rule_text(g))}</td><td>{_E(g.get('detail') or '')}</td></tr>")
+                    f"<td>{_E(rule_text(g))}</td><td>{_E(g.get('detail') or '')}</td>{data}</tr>")
     return "".join(rows) or '<tr><td colspan="5">no gates recorded</td></tr>'
 
 
@@ -143,6 +155,7 @@ def _compared(summary: dict[str, Any]) -> str:
 def render_index(summary: dict[str, Any]) -> str:
     """The run's index.html from its summary (see :mod:`retrieval_lib.workbook.runner` for the summary's fields)."""
     v = verdict(summary)
+    data_head = "<th>data</th>" if any(g.get("provenance") for g in summary.get("gates", [])) else ""
     sections = "".join(_section(o) for o in summary.get("outcomes", []))
     codes = list(dict.fromkeys(c for o in summary.get("outcomes", []) for c in o.get("specification") or []))
     glossary = ("<h2>Specification glossary</h2><table><tr><th>code</th><th>what it asks</th></tr>"
@@ -155,7 +168,7 @@ def render_index(summary: dict[str, Any]) -> str:
 {_facts(summary)}
 {_problems(summary)}
 {_compared(summary)}
-<h2>Gates</h2><table><tr><th>notebook</th><th>gate</th><th>result</th><th>measured</th><th>evidence</th></tr>
+<h2>Gates</h2><table><tr><th>notebook</th><th>gate</th><th>result</th><th>measured</th><th>evidence</th>{data_head}</tr>
 {_gate_rows(summary.get('gates', []))}</table>
 <h2>Notebooks</h2>{sections}
 {glossary}

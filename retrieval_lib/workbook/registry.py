@@ -18,6 +18,7 @@ from typing import Any, Protocol
 
 from retrieval_lib.collection.inspect import MODEL_SAMPLE
 from retrieval_lib.errors import ValidationError
+from retrieval_lib.params import load_topics
 
 __all__ = ["NotebookSpec", "NotebookPlan", "PlanInputs", "NOTEBOOKS", "notebook_spec", "spec_for_stem"]
 
@@ -121,7 +122,8 @@ def _plan_scores(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
 
 def _plan_coverage(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
     n.queries = x.headings(int(v["headings_per_file"])) + x.golden(v["golden_set"], negatives=False)
-    n.queries += [v["primary_query"]]
+    topics = load_topics(v.get("topics"), primary_query=v.get("primary_query"), primary_prefix=v.get("primary_prefix"))
+    n.queries += [t.topic for t in topics.topics]
 
 
 def _plan_reach(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
@@ -194,9 +196,9 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
         ("query_sets", "top_k", "candidate_threshold", "min_separation", "run_dir"), plan=_plan_scores),
     NotebookSpec(
         "03_source_coverage", "Can every source file be reached by a query, and do queries land in the right module?",
-        ("seed 000 SC-003", "seed 000 SC-007"), ("coverage",),
+        ("seed 000 SC-003", "seed 000 SC-007"), ("coverage", "topics"),
         ("golden_set", "coverage_top_k", "min_reachable_share", "headings_per_file", "primary_query",
-         "primary_prefix", "min_primary_share", "run_dir"), plan=_plan_coverage),
+         "primary_prefix", "topics", "min_primary_share", "run_dir"), plan=_plan_coverage),
     NotebookSpec(
         "04_consistency", "Does the same query always return the same ranking?",
         ("seed 000 SC-004", "seed 003 SC-005"), ("consistency", "languages"),
@@ -231,7 +233,7 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
     NotebookSpec(
         "09_embedding_contract", "Does the configured embedder still make the vectors the collection holds?",
         ("seed 000 FR-012",), ("contract",),
-        ("contract_sample", "contract_seed", "top_k", "contract_min_cosine", "min_self_retrieval_file_share",
+        ("contract_sample", "contract_seed", "top_k", "contract_min_cosine", "max_self_retrieval_drop",
          "run_dir"), command="probe", plan=_plan_contract),
     NotebookSpec(
         "10_reachability",

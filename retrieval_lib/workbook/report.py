@@ -28,6 +28,7 @@ from retrieval_lib.config import Settings, load_settings, resolve_run_dir
 from retrieval_lib.embedding.cache import CachedEmbedder, EmbedUsage, QueryCache, cache_file, total_usage
 from retrieval_lib.embedding.providers import make_embedder
 from retrieval_lib.errors import ValidationError
+from retrieval_lib.params import Provenance
 from retrieval_lib.search import Retriever
 from retrieval_lib.workbook.registry import spec_for_stem
 
@@ -65,6 +66,9 @@ class Gate:
         unit: the unit of value and threshold ("ms", "files", "share" ...), "" for none.
         parameter: the params key that sets ``threshold``, so a failed gate can say what to change.
         hint: what to do when the gate fails, when the check knows better than the generic hint.
+        provenance: ``{"drafted": n, "reviewed": m}`` when the gate was computed on data that carries origins
+            (``draft``, docs/drafting.md); the report shows drafted and reviewed entries apart. None for
+            hand-written data.
     """
 
     name: str
@@ -76,6 +80,7 @@ class Gate:
     unit: str = ""
     parameter: str | None = None
     hint: str | None = None
+    provenance: dict[str, int] | None = None
 
     def __str__(self) -> str:
         return f"[{MARKS[gate_state(self)]}] {self.name}: {self.detail}"
@@ -117,8 +122,13 @@ class NotebookReport:
         self.specification: list[str] = []
 
     def gate(self, name: str, passed: bool | None, *, value: Any = None, threshold: Any = None, detail: str = "",
-             rule: str = "", unit: str = "", parameter: str | None = None, hint: str | None = None) -> Gate:
+             rule: str = "", unit: str = "", parameter: str | None = None, hint: str | None = None,
+             provenance: Provenance | None = None, noun: str = "queries") -> Gate:
         """Record a pass/fail check; returns it (its ``str`` is a one-line verdict).
+
+        ``provenance`` says how many of the entries the gate judged (``noun``: queries, negatives, topics) are
+        drafted and how many reviewed; when the data carries origins, the detail ends with "on N drafted, M
+        reviewed queries" and the report shows the two apart.
 
         Raises:
             ValidationError: ``rule`` is not one of :data:`RULES` (or empty).
@@ -127,9 +137,14 @@ class NotebookReport:
             from retrieval_lib.errors import ValidationError
 
             raise ValidationError(f"gate rule must be one of {', '.join(RULES)} (got {rule!r})", field="rule")
+        counts = None
+        if provenance is not None and provenance.marked:
+            counts = provenance.as_dict()
+            said = provenance.phrase(noun)
+            detail = f"{detail} ({said})" if detail else said
         g = Gate(name=name, passed=None if passed is None else bool(passed), value=_jsonable(value),
                  threshold=_jsonable(threshold), detail=detail,
-                 rule=rule, unit=unit, parameter=parameter, hint=hint)
+                 rule=rule, unit=unit, parameter=parameter, hint=hint, provenance=counts)
         self.gates.append(g)
         return g
 
@@ -204,7 +219,9 @@ class NotebookReport:
             "status": status,
             "error": error,
             "passed": self.passed and status == "complete",
-            "gates": [asdict(g) for g in self.gates],
+            # provenance only where the data carries origins: hand-written data's gates stay as they were
+            "gates": [{k: v for k, v in asdict(g).items() if k != "provenance" or v is not None}
+                      for g in self.gates],
             "metrics": self.metrics,
             "figures": self.figures,
             "tables": self.tables,

@@ -13,7 +13,7 @@ from typing import Any
 from retrieval_lib.workbook.report import gate_state
 
 __all__ = ["Verdict", "verdict", "format_value", "rule_text", "gate_hint", "terminal_lines", "embedding_text",
-           "duration_text", "validated_text"]
+           "duration_text", "validated_text", "provenance_text", "data_text"]
 
 _AT_LEAST = {">=": "at least", ">": "more than"}
 _AT_MOST = {"<=": "at most", "<": "less than"}
@@ -151,6 +151,23 @@ def embedding_text(embedding: dict[str, Any] | None) -> str:
     return " · ".join(parts) + (f" · {cached} queries answered from the run's cache" if cached else "")
 
 
+def provenance_text(gate: dict[str, Any]) -> str:
+    """``64 drafted · 0 reviewed`` for a gate computed on data that carries origins, else ""."""
+    p = gate.get("provenance")
+    return f"{p.get('drafted', 0)} drafted · {p.get('reviewed', 0)} reviewed" if p else ""
+
+
+def data_text(summary: dict[str, Any]) -> str:
+    """Which gates were judged on drafted data, apart from reviewed: "" when no gate's data carries origins."""
+    marked = [g for g in summary.get("gates", []) if g.get("provenance")]
+    if not marked:
+        return ""
+    on_drafts = [g for g in marked if g["provenance"].get("drafted")]
+    names = ", ".join(dict.fromkeys(str(g.get("notebook", ""))[:2] for g in on_drafts)) or "none"
+    return (f"{len(on_drafts)} of {len(marked)} gates with drafted or reviewed data were judged on drafted entries "
+            f"(notebooks {names}): drafted = nobody has reviewed them yet (review in notebook 13)")
+
+
 def terminal_lines(summary: dict[str, Any], *, quiet: bool = False) -> list[str]:
     """The end-of-run summary for a terminal or a CI log; the first line is the verdict.
 
@@ -178,6 +195,8 @@ def terminal_lines(summary: dict[str, Any], *, quiet: bool = False) -> list[str]
     for g in failed:
         nb = str(g.get("notebook", ""))[:2]
         lines.append(f"  {nb} {g['name']}: {g.get('detail') or rule_text(g)}")
+    if data_text(summary):
+        lines.append(f"  data: {data_text(summary)}")
     skipped = summary.get("notebooks_not_run") or []
     if skipped:
         lines.append(f"  not run: {', '.join(skipped)}")

@@ -36,7 +36,7 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from retrieval_lib.config import load_settings
-    from retrieval_lib.embedding import LocalEmbedder, make_embedder
+    from retrieval_lib.embedding import E5Embedder, LocalEmbedder, make_embedder
     from retrieval_lib.search import open_collection
     from retrieval_lib.stores.metadata import metadata_configured
 
@@ -45,8 +45,9 @@ def run(args: argparse.Namespace) -> int:
     quiet = bool(args.json)
     with open_collection(settings) as view:
         metadata_db = metadata_configured(settings, view.owned(settings.collection_name))
-        found = inspect_collection(view, settings.collection_name, embedder, alternatives=[LocalEmbedder],
-                                   metadata_db=metadata_db,
+        # the models available offline, tried in turn when the configured one did not make the vectors
+        found = inspect_collection(view, settings.collection_name, embedder,
+                                   alternatives=[LocalEmbedder, E5Embedder], metadata_db=metadata_db,
                                    progress=None if quiet else (lambda line: print(f"… {line}", file=sys.stderr)))
     if args.write_profile:
         write_profile(args.write_profile, found)

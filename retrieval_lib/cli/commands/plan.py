@@ -10,12 +10,14 @@ How a run spends its calls:
 
 - **Prefetch.** Before the first notebook, :func:`~retrieval_lib.workbook.runner.run_workbook` embeds every
   distinct query the cache-reading notebooks will ask (:attr:`RunPlan.prefetch`) into the run's query cache,
-  96 texts per call for Cohere: ⌈distinct/96⌉ calls, the floor. Those notebooks then send nothing for their queries.
+  at the provider's own request limit (Cohere 96, Gemini 100, OpenAI 2,048 texts per call: ⌈distinct/limit⌉ calls,
+  the floor; a model on this machine: one call). Those notebooks then send nothing for their queries.
 - **Declared.** The checks that measure the embedding service bypass the cache by name
   (:attr:`~retrieval_lib.workbook.registry.NotebookSpec.bypass`) and make the calls stated in :class:`NotebookPlan`'s
   ``formula``; 09 re-embeds stored chunks as documents, which are never cached.
-- **The service under test** (08) embeds each HTTP request with its own embedder: stated apart, as
-  ``service_calls``.
+- **The service under test** (08) embeds HTTP requests with its own embedder: stated apart, as
+  ``service_calls``, an upper bound (one call per request): the service embeds requests that arrive together in
+  one call, so concurrent ones cost fewer.
 """
 
 from __future__ import annotations
@@ -214,8 +216,10 @@ def prefetch_queries(params: dict[str, Any], notebooks: Sequence[Path], settings
 
 def lines(plan: RunPlan) -> list[str]:
     """The plan as a table a person reads: one row per notebook, then the totals."""
+    per_call = (f"at most {plan.batch} texts per call, {plan.provider}'s limit" if plan.remote
+                else "one call per batch of texts, any number")
     bill = "an API bill" if plan.remote else "a model on this machine: no API bill"
-    out = [f"embedding plan: {plan.provider} / {plan.model} ({bill}); {plan.batch} texts per call",
+    out = [f"embedding plan: {plan.provider} / {plan.model} ({bill}); {per_call}",
            f"{'':24} {'calls':>5} {'texts':>6}  how",
            f"{'prefetch (run start)':24} {plan.prefetch_calls:>5} {len(plan.prefetch):>6}  "
            f"every distinct query of the cache-reading notebooks, once: {plan.calls_text(len(plan.prefetch))}"
@@ -230,11 +234,26 @@ def lines(plan: RunPlan) -> list[str]:
     out.append(f"total: {plan.total_calls} calls for {len(plan.prefetch) + sum(n.texts for n in plan.notebooks)} "
                f"texts = {plan.prefetch_calls} prefetch (the floor for {len(plan.prefetch)} distinct queries) + "
                f"{plan.declared_calls} declared by the checks that measure the service or re-embed documents"
-               + (f"; the service under test makes {service} more with its own embedder" if service else ""))
+               + (f"; the service under test makes at most {service} more with its own embedder (fewer when it "
+                  "batches concurrent requests)" if service else ""))
     unknown = [n.notebook for n in plan.notebooks if not n.known]
     if unknown:
         out.append(f"not planned (calls unknown): {', '.join(unknown)}")
+    out.append(draft_line(plan))
     return out
+
+
+def draft_line(plan: RunPlan) -> str:
+    """What ``draft`` (a command of its own, not part of a run) embeds: at most the median sample of its drafted
+    questions plus the shipped negatives, once each, through DIR/cache/ (a re-draft sends nothing again)."""
+    from retrieval_lib.drafting.draft import MEDIAN_SAMPLE
+    from retrieval_lib.drafting.negatives import load_negatives
+
+    most = MEDIAN_SAMPLE + len(load_negatives("en")[0])
+    return (f"draft (its own command, not part of a run): one scroll of the roles it reads, then at most {most} "
+            f"texts ({MEDIAN_SAMPLE} drafted questions + the shipped negatives) in "
+            + (f"at most {plan.calls_text(most)} = {plan.calls_for(most)} calls" if plan.remote else "one call")
+            + ", once (cached in DIR/cache/)")
 
 
 def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:

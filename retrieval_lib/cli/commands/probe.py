@@ -21,7 +21,7 @@ NAME = "probe"
 
 
 def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
-    from retrieval_lib.checks.contract import DEFAULT_MIN_COSINE, DEFAULT_MIN_FILE_SHARE
+    from retrieval_lib.checks.contract import DEFAULT_MAX_SELF_RETRIEVAL_DROP, DEFAULT_MIN_COSINE
 
     p = add(sub, NAME, "check stored vectors against the configured embedder (model, input type, text)",
             "Sample stored chunks (seeded, stratified by source file), re-embed their text as documents and compare "
@@ -35,8 +35,9 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--top-k", type=int, default=5, help="self-retrieval depth (default 5)")
     p.add_argument("--min-cosine", type=float, default=DEFAULT_MIN_COSINE,
                    help=f"gate on the lowest cosine (default {DEFAULT_MIN_COSINE:g})")
-    p.add_argument("--min-file-share", type=float, default=DEFAULT_MIN_FILE_SHARE,
-                   help=f"gate on the self-retrieval share of own files (default {DEFAULT_MIN_FILE_SHARE:g})")
+    p.add_argument("--max-drop", type=float, default=DEFAULT_MAX_SELF_RETRIEVAL_DROP,
+                   help="gate on how much lower the sample's self-retrieval is with the stored vectors than with "
+                        f"fresh re-embeddings of the same texts (default {DEFAULT_MAX_SELF_RETRIEVAL_DROP:g})")
     p.add_argument("--json", action="store_true", help="print gates, metrics, findings, cost and points as JSON")
     p.set_defaults(func=run)
 
@@ -51,9 +52,8 @@ def run(args: argparse.Namespace) -> int:
 
     # Bad arguments are refused before the model loads or a connection opens.
     contract._check_args(args.sample, args.top_k, args.min_cosine)
-    if not 0.0 <= args.min_file_share <= 1.0:
-        raise ValidationError(f"--min-file-share must lie in [0, 1] (got {args.min_file_share})",
-                              field="min_file_share")
+    if not 0.0 <= args.max_drop <= 1.0:
+        raise ValidationError(f"--max-drop must lie in [0, 1] (got {args.max_drop})", field="max_drop")
     settings = load_settings()
     embedder = make_embedder(settings)
     print(contract.plan_cost(embedder, args.sample).line().replace("cost:", "probe cost (at most):", 1),
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         result = contract.probe(store, settings.collection_name, embedder, sample=args.sample, seed=args.seed,
                                 top_k=args.top_k, min_cosine=args.min_cosine)
         report = NotebookReport(SPEC.stem, SPEC.question, run_dir=tmp)
-        contract.record(report, result, min_self_retrieval_file_share=args.min_file_share)
+        contract.record(report, result, max_self_retrieval_drop=args.max_drop)
     if args.json:
         frame = contract.rows_frame(result, decimals=6)
         print_json({"collection": result.collection, "passed": report.passed,

@@ -77,7 +77,7 @@ def run(args: argparse.Namespace) -> int:
                                              golden=load_golden_set(params["golden_set"]))
                 reach = reach_report.query_reach(study, questions)
         off = offtopic.measure_offtopic(study.table.files, study.table.titles, study.table.vectors,
-                                        max_z=float(params["offtopic_max_z"]))
+                                        max_z=float(params["offtopic_max_z"]), stock=study.table.stock)
         reach_report.record(report, study, off, reach, max_antihub_share=float(params["max_antihub_share"]),
                             max_nk_skewness=float(params["max_nk_skewness"]),
                             max_offtopic_files=int(params["max_offtopic_files"]))
@@ -88,15 +88,19 @@ def run(args: argparse.Namespace) -> int:
                     "findings": report.findings, "antihub_method": study.antihub.method,
                     "antihubs": reach_report.antihub_frame(study).to_dict("records"),
                     "hubs": reach_report.hub_frame(study).to_dict("records"),
-                    "offtopic": offtopic.offtopic_frame(off, candidates_only=True).to_dict("records"),
+                    "offtopic": _records(offtopic.offtopic_frame(off, candidates_only=True)),
+                    "offtopic_groups": [vars(g) for g in off.groups],
                     "exit_code": code})
         return code
     print(report.summary())
     _print_rows("anti-hubs", reach_report.antihub_frame(study))
     _print_rows("hubs", reach_report.hub_frame(study, limit=10))
+    for g in off.groups:
+        print(f"off-topic: {g.text()}")
     for f in off.candidates:
-        print(f"off-topic candidate: {f.path} ({f.title!r}), rest similarity {f.rest_similarity:.3f}, "
-              f"z {f.z:.2f}, nearest {f.nearest_file}")
+        why = f"stock page of the {f.stock} template" if f.stock else f"group {f.group}"
+        print(f"off-topic candidate: {f.path} ({f.title!r}), rest similarity {f.rest_similarity:.3f}"
+              + (f", z {f.z:.2f}" if f.z is not None else "") + f", nearest {f.nearest_file}; {why}")
     return code
 
 
@@ -107,6 +111,11 @@ def _measure(store: Any, collection: str, args: argparse.Namespace, progress: bo
     return reachability.measure(store, collection, top_k=args.top_k, **{"max_full": args.max_full, **sample},
                                 seed=args.seed, reverse_depth=args.reverse_depth,
                                 progress=progress)
+
+
+def _records(frame: Any) -> list[dict[str, Any]]:
+    """A frame's rows as JSON-ready dicts (pandas' missing values as None)."""
+    return frame.astype(object).where(frame.notna(), None).to_dict("records")
 
 
 def _print_rows(title: str, frame: Any, limit: int = 20) -> None:

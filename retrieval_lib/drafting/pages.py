@@ -1,0 +1,149 @@
+"""The book as drafting reads it: one scroll of the roles it needs, grouped into pages of ordered chunks.
+
+Everything comes from the collection through payload roles (:class:`~retrieval_lib.collection.CollectionView`):
+no file is read from disk, and nothing is written. One pass reads ``content``, ``source_file``, ``source_url``,
+``title``, ``section_title``, ``chunk_sequence`` and ``chunk_id`` (those the collection holds) in large pages
+(:func:`~retrieval_lib.stores.scan.read_columns`), so drafting over 100k points costs about one scroll.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlsplit
+
+from retrieval_lib.collection import held_fields
+from retrieval_lib.collection.boilerplate import WORD
+from retrieval_lib.drafting.language import normalise_heading
+from retrieval_lib.stores.scan import read_columns
+
+__all__ = ["Chunk", "Page", "read_pages", "READ_ROLES", "heading_spans"]
+
+#: The roles drafting reads (those a collection holds), in one scroll.
+READ_ROLES = ("content", "source_file", "source_url", "title", "section_title", "chunk_sequence", "chunk_id")
+_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
+_FENCE = re.compile(r"^\s*(```|~~~)", re.M)
+
+
+@dataclass
+class Chunk:
+    """One point: its id, text, order within its page and the section heading its payload names."""
+
+    chunk_id: str
+    content: str
+    sequence: int | None
+    section_title: str | None
+    _spans: list[tuple[int, str, int]] | None = field(default=None, repr=False)
+
+    def spans(self) -> list[tuple[int, str, int]]:
+        """:func:`heading_spans` of the text, computed once (drafting asks for them several times)."""
+        if self._spans is None:
+            self._spans = heading_spans(self.content)
+        return self._spans
+
+    @property
+    def digest(self) -> int:
+        """A hash of the text: equal for the same text re-ingested (it is compared within one process only, so
+        Python's own string hash serves, at a fraction of a digest's cost)."""
+        return hash(self.content)
+
+
+@dataclass
+class Page:
+    """A source file (or URL) and its chunks in reading order.
+
+    Attributes:
+        key: what a result names the page by (its ``source_file``, else its URL's path).
+        expected: the pattern a golden entry expects: the page's URL path when the collection has URLs (what
+            notebook 05's page-level metrics count), else its source file.
+        title: the page title (the ``title`` role, else the first ``#`` heading of its first chunk).
+    """
+
+    key: str
+    expected: str
+    title: str | None
+    chunks: list[Chunk] = field(default_factory=list)
+
+    def text(self, limit: int = 20_000) -> str:
+        """The page's text in reading order, cut at ``limit`` characters (for page-level boilerplate rules)."""
+        out, size = [], 0
+        for c in self.chunks:
+            out.append(c.content)
+            size += len(c.content)
+            if size >= limit:
+                break
+        return "\n".join(out)[:limit]
+
+
+def heading_spans(text: str) -> list[tuple[int, str, int]]:
+    """Markdown headings in ``text`` outside code fences: (level, heading, words of body after it up to the
+    next heading)."""
+    if "#" not in text:  # most chunks of a large book: no regex pass at all
+        return []
+    fenced = [m.start() for m in _FENCE.finditer(text)]
+
+    def in_fence(pos: int) -> bool:
+        return sum(f < pos for f in fenced) % 2 == 1
+
+    found = [m for m in _HEADING.finditer(text) if not in_fence(m.start())]
+    out = []
+    for i, m in enumerate(found):
+        end = found[i + 1].start() if i + 1 < len(found) else len(text)
+        out.append((len(m.group(1)), m.group(2), len(WORD.findall(text[m.end():end]))))
+    return out
+
+
+def _text(value: Any) -> str | None:
+    return value if isinstance(value, str) and value.strip() else None
+
+
+def read_pages(store: Any, collection: str) -> tuple[list[Page], list[str]]:
+    """Every page of ``collection`` with its chunks, and the roles read.
+
+    Pages come in the order of their keys; chunks in ``chunk_sequence`` order (the scroll's order where a
+    collection has none). A point with neither a source file nor a URL belongs to no page and is skipped.
+    """
+    held = set(held_fields(store, collection))
+    roles = [r for r in READ_ROLES if r in held or r == "content"]
+    mapping = store.roles_for(collection) if hasattr(store, "roles_for") else None
+    # a source file derived from the URL is derived here, once per distinct URL, not once per point
+    derived = mapping is not None and not mapping.keys_of("source_file") and "source_url" in held
+    cols = read_columns(store, collection, [r for r in roles if not (derived and r == "source_file")])
+    get = {r: (cols[r] if r in cols.values else [None] * len(cols)) for r in READ_ROLES}
+    from_url: dict[str, str | None] = {}
+    pages: dict[str, Page] = {}
+    for i, point_id in enumerate(cols.ids):
+        url = _text(get["source_url"][i])
+        if url is not None and url not in from_url:
+            from_url[url] = urlsplit(url).path.strip("/") or None
+        key = _text(get["source_file"][i]) or (from_url[url] if url else None)
+        if key is None:
+            continue
+        page = pages.get(key)
+        if page is None:
+            expected = urlsplit(url).path.rstrip("/") or url if url and "source_url" in held else key
+            page = pages[key] = Page(key=key, expected=str(expected), title=_text(get["title"][i]))
+        elif page.title is None:
+            page.title = _text(get["title"][i])
+        seq = get["chunk_sequence"][i]
+        page.chunks.append(Chunk(chunk_id=str(get["chunk_id"][i] or point_id), content=get["content"][i] or "",
+                                 sequence=seq if isinstance(seq, int) else None,
+                                 section_title=_text(get["section_title"][i])))
+    for page in pages.values():
+        page.chunks.sort(key=lambda c: (c.sequence is None, c.sequence or 0))
+        if page.title is None:  # the first level-1 heading of the page's first chunk
+            first = next(((lv, h) for lv, h, _ in page.chunks[0].spans() if lv == 1), None)
+            page.title = normalise_heading(first[1]) if first else None
+    return [pages[k] for k in sorted(pages)], roles
+
+
+def sample_texts(pages: Sequence[Page], limit: int = 400) -> list[str]:
+    """Up to ``limit`` chunk texts spread over the pages (for the language guess)."""
+    out: list[str] = []
+    for page in pages:
+        out.extend(c.content for c in page.chunks[:3])
+        if len(out) >= limit:
+            break
+    return out[:limit]
