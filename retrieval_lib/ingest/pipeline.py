@@ -290,16 +290,16 @@ def ingest(
     batch_size = batch_size or request_size(embedder) or batch_limit(embedder.provider)
     queue = [(source, c) for source, chunks in todo for c in chunks]
     left = {source: len(chunks) for source, chunks in todo}
-    stamps: dict[str, str] = {}
+    # one stamp a run: every chunk this run writes was processed by it (a file left unchanged keeps its own run's),
+    # so a collection's stamps count its ingest runs, not how many seconds its embedding took
+    stamp = datetime.now(UTC).isoformat(timespec="seconds")
     bar = tqdm(total=len(queue), desc="embedding chunks", unit="chunk", disable=not progress or not queue)
     try:
         for batch in _batched(queue, batch_size):
             vectors = embedder.embed_documents([c.embed_text for _, c in batch])
-            for source, _ in batch:
-                stamps.setdefault(source, datetime.now(UTC).isoformat(timespec="seconds"))
             store.upsert(collection, [
                 models.PointStruct(id=c.point_id, vector=v,
-                                   payload={**c.payload, "processing_timestamp": stamps[source]})
+                                   payload={**c.payload, "processing_timestamp": stamp})
                 for (source, c), v in zip(batch, vectors)
             ])
             bar.update(len(batch))
