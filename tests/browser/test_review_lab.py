@@ -11,158 +11,50 @@ Opt-in (``-m browser``, see conftest.py); every wait is bounded.
 
 from __future__ import annotations
 
-import json
-import os
-import re
-import secrets
 import shutil
-import signal
-import socket
-import subprocess
-import sys
 import time
-import urllib.request
 from pathlib import Path
 
 import pytest
 import yaml
+from jupyterlab_session import (
+    RUN_TIMEOUT,
+    chromium,
+    menu,
+    notebook_copy,
+    open_notebook,
+    running_lab,
+    wait_run_finished,
+)
 
 from retrieval_lib.config import PROJECT_ROOT
 
 pytestmark = [pytest.mark.browser, pytest.mark.timeout(1200)]
 
-NOTEBOOK = "13_judgments.ipynb"
 DRAFTS = Path(__file__).parent / "drafts"
 SHOTS = PROJECT_ROOT / "outputs" / "screenshots"
-CHROMIUM, CHROMEDRIVER = "/usr/bin/chromium", "/usr/bin/chromedriver"
 EDITED = "How do sensor fusion techniques combine camera and lidar?"
-RUN_TIMEOUT = 420  # seconds for one "run all" of notebook 13 (the model loads, 30 queries run)
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
-
-
-def _wait_http(url: str, timeout: float) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            with urllib.request.urlopen(url, timeout=5):
-                return
-        except OSError:
-            time.sleep(1)
-    raise TimeoutError(f"JupyterLab did not answer at {url} within {timeout:.0f} s")
-
-
-def _prepare(root: Path) -> Path:
-    """The drafts and notebook 13 under ``root``, its parameters pointing at them; returns the drafts folder."""
-    drafts = root / "drafts"
-    shutil.copytree(DRAFTS, drafts)
-    nb = json.loads((PROJECT_ROOT / "notebooks" / NOTEBOOK).read_text(encoding="utf-8"))
-    for cell in nb["cells"]:
-        if cell["cell_type"] == "code":
-            cell.update(outputs=[], execution_count=None)
-        if "parameters" in cell.get("metadata", {}).get("tags", []):
-            cell["source"] = "".join(cell["source"]) + (
-                f"\ngolden_set = {str(drafts / 'golden.yaml')!r}\nquery_sets = {str(drafts / 'queries.yaml')!r}"
-                f"\njudgments = {str(root / 'judgments.yaml')!r}\nrun_dir = {str(root / 'run')!r}\n")
-    nb["metadata"].pop("widgets", None)
-    (root / "notebooks").mkdir()
-    (root / "notebooks" / NOTEBOOK).write_text(json.dumps(nb), encoding="utf-8")
-    return drafts
 
 
 @pytest.fixture
 def lab(tmp_path):
-    """(base URL with token, drafts folder): JupyterLab on a copy of the store, stopped afterwards."""
-    for exe in (CHROMIUM, CHROMEDRIVER):
-        if not Path(exe).exists():
-            pytest.fail(f"{exe} is missing: apt-get install -y chromium chromium-driver")
-    store = Path(os.environ.get("QDRANT_PATH") or PROJECT_ROOT / ".qdrant")
-    if not store.is_dir():
-        pytest.fail(f"no embedded store at {store}: build it with `make sample`")
-    shutil.copytree(store, tmp_path / ".qdrant", ignore=shutil.ignore_patterns(".lock"))
-    drafts = _prepare(tmp_path)
-    port, token = _free_port(), secrets.token_hex(16)
-    # every cell in the page (JupyterLab 4 renders only the cells in view by default): the test reads all prompts
-    settings = tmp_path / "lab-settings" / "@jupyterlab" / "notebook-extension"
-    settings.mkdir(parents=True)
-    (settings / "tracker.jupyterlab-settings").write_text(json.dumps({"windowingMode": "none"}))
-    news = tmp_path / "lab-settings" / "@jupyterlab" / "apputils-extension"
-    news.mkdir(parents=True)
-    (news / "notification.jupyterlab-settings").write_text(json.dumps({"fetchNews": "false"}))
-    env = {**os.environ, "QDRANT_PATH": str(tmp_path / ".qdrant"),
-           "JUPYTERLAB_SETTINGS_DIR": str(tmp_path / "lab-settings")}
-    with open(tmp_path / "lab.log", "w") as log:
-        proc = subprocess.Popen(
-            [str(Path(sys.executable).parent / "jupyter"), "lab", "--ip=127.0.0.1", f"--port={port}", "--no-browser",
-             f"--ServerApp.root_dir={tmp_path}", f"--IdentityProvider.token={token}",
-             "--KernelSpecManager.allowed_kernelspecs=retrieval-lib", "--KernelSpecManager.ensure_native_kernel=False",
-             "--MappingKernelManager.default_kernel_name=retrieval-lib",
-             *(["--allow-root"] if os.getuid() == 0 else [])],
-            cwd=tmp_path, env=env, stdout=log, stderr=subprocess.STDOUT, start_new_session=True)
-    try:
-        _wait_http(f"http://127.0.0.1:{port}/api/status?token={token}", 120)
-        yield f"http://127.0.0.1:{port}", token, drafts
-    finally:
-        os.killpg(proc.pid, signal.SIGTERM)
-        try:
-            proc.wait(timeout=30)
-        except subprocess.TimeoutExpired:
-            os.killpg(proc.pid, signal.SIGKILL)
-            proc.wait(timeout=30)
+    """(base URL with token, drafts folder): notebook 13 over a copy of the drafts, in JupyterLab."""
+    drafts = tmp_path / "drafts"
+    shutil.copytree(DRAFTS, drafts)
+    notebook_copy(tmp_path, f"golden_set = {str(drafts / 'golden.yaml')!r}\n"
+                            f"query_sets = {str(drafts / 'queries.yaml')!r}\n"
+                            f"judgments = {str(tmp_path / 'judgments.yaml')!r}\nrun_dir = {str(tmp_path / 'run')!r}\n")
+    with running_lab(tmp_path) as (base, token):
+        yield base, token, drafts
 
 
 @pytest.fixture
 def browser(tmp_path):
-    from selenium import webdriver
-    from selenium.webdriver.chrome.service import Service
-
-    options = webdriver.ChromeOptions()
-    options.binary_location = CHROMIUM
-    for flag in ("--headless=new", "--no-sandbox", "--disable-gpu", "--disable-quic", "--no-first-run",
-                 "--disable-background-networking", "--disable-component-update", "--disable-sync",
-                 "--disable-dev-shm-usage", "--window-size=1400,1300", f"--user-data-dir={tmp_path / 'chromium'}"):
-        options.add_argument(flag)
-    driver = webdriver.Chrome(service=Service(CHROMEDRIVER), options=options)
-    driver.set_page_load_timeout(120)
-    try:
+    with chromium(tmp_path / "chromium") as driver:
         yield driver
-    finally:
-        driver.quit()
 
 
 # --------------------------------------------------------------------------- what the page shows
-
-def _menu(driver, menu: str, item: str) -> None:
-    from selenium.webdriver.common.by import By
-    from selenium.webdriver.support import expected_conditions as ec
-    from selenium.webdriver.support.ui import WebDriverWait
-
-    wait = WebDriverWait(driver, 60)
-    wait.until(ec.element_to_be_clickable(
-        (By.XPATH, f"//li[contains(@class,'lm-MenuBar-item')][.//div[normalize-space()='{menu}']]"))).click()
-    wait.until(ec.element_to_be_clickable(
-        (By.XPATH, f"//li[contains(@class,'lm-Menu-item')][.//div[starts-with(normalize-space(),'{item}')]]"))).click()
-
-
-def _prompts(driver) -> list[str]:
-    return driver.execute_script(
-        "return Array.from(document.querySelectorAll('.jp-CodeCell .jp-InputPrompt')).map(e => e.textContent)")
-
-
-def _wait_run_finished(driver, cells: int) -> list[int]:
-    """Wait (bounded) until every code cell shows an execution count and none runs; returns the counts."""
-    deadline = time.monotonic() + RUN_TIMEOUT
-    while time.monotonic() < deadline:
-        counts = [re.sub(r"\D", "", p) for p in _prompts(driver)]
-        if len(counts) == cells and all(counts) and not any("*" in p for p in _prompts(driver)):
-            return [int(c) for c in counts]
-        time.sleep(1)
-    raise TimeoutError(f"notebook 13 did not finish within {RUN_TIMEOUT} s: prompts {_prompts(driver)}")
-
 
 def _text(driver, css: str) -> str:
     from selenium.webdriver.common.by import By
@@ -226,16 +118,9 @@ def test_a_review_in_jupyterlab_is_saved_at_once_and_survives_a_kernel_restart(l
     base, token, drafts = lab
     pristine = _on_disk(drafts)
     assert {e.get("origin") for k, e in pristine.items() if k != "arm"} == {"drafted"}
-    browser.get(f"{base}/lab/tree/notebooks/{NOTEBOOK}?token={token}")
-    WebDriverWait(browser, 120).until(ec.presence_of_element_located((By.CSS_SELECTOR, ".jp-Notebook .jp-Cell")))
-    WebDriverWait(browser, 120).until(ec.presence_of_element_located(
-        (By.XPATH, "//*[contains(@class,'jp-Notebook-ExecutionIndicator') or contains(@class,'jp-KernelStatus')]")))
-    nb = json.loads((PROJECT_ROOT / "notebooks" / NOTEBOOK).read_text(encoding="utf-8"))
-    cells = sum(c["cell_type"] == "code" for c in nb["cells"])
-    WebDriverWait(browser, 60).until(lambda d: len(_prompts(d)) == cells)
-    time.sleep(5)  # let the kernel connect before Run All (a run queued earlier is sometimes dropped)
-    _menu(browser, "Run", "Run All Cells")
-    first = _wait_run_finished(browser, cells)
+    open_notebook(browser, base, token)
+    menu(browser, "Run", "Run All Cells")
+    first = wait_run_finished(browser)
     WebDriverWait(browser, 60).until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, ".review-progress"),
                                                                       "0 of 4 reviewed"))
     assert [s for _, s in _states(browser)] == ["drafted"] * 4
@@ -265,10 +150,10 @@ def test_a_review_in_jupyterlab_is_saved_at_once_and_survives_a_kernel_restart(l
     assert "# hand-written: never shown" in (drafts / "golden.yaml").read_text()
 
     old = browser.find_element(By.CSS_SELECTOR, ".review-progress")
-    _menu(browser, "Kernel", "Restart Kernel and Run All")
+    menu(browser, "Kernel", "Restart Kernel and Run All")
     WebDriverWait(browser, 60).until(ec.element_to_be_clickable((By.CSS_SELECTOR, ".jp-Dialog .jp-mod-accept"))).click()
     WebDriverWait(browser, RUN_TIMEOUT).until(ec.staleness_of(old))
-    again = _wait_run_finished(browser, cells)
+    again = wait_run_finished(browser)
     WebDriverWait(browser, 60).until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, ".review-progress"),
                                                                       "4 of 4 reviewed"))
     states = _states(browser)
