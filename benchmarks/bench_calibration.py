@@ -109,10 +109,7 @@ def main() -> None:
         off = offtopic.measure_offtopic(table.files, table.titles, table.vectors, stock=table.stock)
         single = [f.path for f in off.files if f.z is not None and f.z < -off.max_z]
         lowest = min((f.z for f in off.files if f.z is not None), default=float("nan"))
-        names = np.asarray(table.files)
-        unit = table.vectors / np.linalg.norm(table.vectors, axis=1, keepdims=True)
-        sums = np.array([unit[names == f.path].sum(axis=0) for f in off.files])
-        closest = min((z for _, _, z in offtopic._groups_apart(sums, 1e-9)), default=float("nan"))
+        closest = float("nan") if off.closest_z is None else off.closest_z
         print(f"{name}: {len(off.files)} files; single-file rule flags {len(single)} (lowest z {lowest:.2f}); "
               f"group rule + stock pages flag {len(off.candidates)} (lowest group z {closest:.2f})")
         for group in off.groups:

@@ -143,6 +143,7 @@ def test_the_sound_sample_book_passes_every_gate(book):
     assert not study.sampled and study.antihub.exact
     assert study.occurrence.sum() == study.points * study.top_k  # every query returned k others
     assert off.judged and not off.candidates
+    assert off.closest_z is not None and -off.max_z < off.closest_z < 0  # the margin the README's table reports
     assert len(study.hub_rows) < 0.05 * study.points
 
 
@@ -183,6 +184,7 @@ def test_a_block_of_similar_site_pages_left_in_the_book_is_flagged_as_one_group(
     assert not off.stock_pages  # nothing here is a template's text: the vectors alone found them
     assert sorted(f.path for f in off.candidates) == sorted(SITE_PAGES), offtopic.offtopic_frame(off).head(8)
     assert len(off.groups) == 1 and sorted(off.groups[0].files) == sorted(SITE_PAGES)
+    assert off.closest_z is not None and off.closest_z <= off.groups[0].z
     assert {f.group for f in off.candidates} == {0}
     report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
     reach_report.record(report, reachability.measure(store, SAMPLE_COLLECTION, table=table), off, **GATES)

@@ -32,7 +32,6 @@ import hashlib
 import math
 import re
 import statistics
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -40,6 +39,7 @@ import numpy as np
 
 from retrieval_lib.checks.contract_diagnosis import Diagnosis, diagnose
 from retrieval_lib.checks.contract_sample import sample_points
+from retrieval_lib.checks.thresholds import wilson
 from retrieval_lib.collection.ours import embedded_form, embedded_text, row_cosines
 from retrieval_lib.embedding.base import embed_as, input_types_of
 from retrieval_lib.embedding.providers import Embedder
@@ -52,7 +52,7 @@ if TYPE_CHECKING:
 
 __all__ = ["DEFAULT_MIN_COSINE", "DEFAULT_MAX_SELF_RETRIEVAL_DROP", "ProbeCost", "ProbeRow", "ProbeResult",
            "document_text", "probe_query", "plan_cost", "sample_points", "probe", "record", "rows_frame",
-           "cosine_figure", "self_retrieval_figure", "wilson_interval", "in_sample_ranks"]
+           "cosine_figure", "self_retrieval_figure", "in_sample_ranks"]
 
 #: Default gate on the lowest cosine between a stored vector and its re-embedding. Measured on the sample book
 #: (MiniLM, 462 chunks): min 0.99999992, median 1.0000000; torch's CPU kernels move the last digits only. A model
@@ -162,16 +162,6 @@ def _vector(point: Any) -> np.ndarray:
     return np.asarray(v, dtype=float)
 
 
-def wilson_interval(hits: int, n: int) -> tuple[float, float]:
-    """The Wilson score 95% interval of ``hits / n`` (``scipy.stats.binomtest``); (nan, nan) when ``n`` is 0."""
-    if n <= 0:
-        return math.nan, math.nan
-    from scipy.stats import binomtest
-
-    ci = binomtest(int(hits), int(n)).proportion_ci(confidence_level=0.95, method="wilson")
-    return float(ci.low), float(ci.high)
-
-
 def in_sample_ranks(queries: np.ndarray, candidates: np.ndarray) -> list[int]:
     """For each row ``i``, the rank (1 = best) of candidate ``i`` among all candidates by cosine with query ``i``
     (ties counted in its favour)."""
@@ -182,9 +172,8 @@ def in_sample_ranks(queries: np.ndarray, candidates: np.ndarray) -> list[int]:
     return [int(x) + 1 for x in (scores > own[:, None]).sum(axis=1)]
 
 
-def cosines(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> list[float]:
-    """Row-wise cosines (:func:`retrieval_lib.collection.ours.row_cosines`)."""
-    return row_cosines(a, b)
+#: Row-wise cosines (the one rule: :func:`retrieval_lib.collection.ours.row_cosines`).
+cosines = row_cosines
 
 
 @dataclass
@@ -254,11 +243,11 @@ class ProbeResult:
 
     @property
     def chunk_share(self) -> float:
-        return sum(r.chunk_rank is not None for r in self.rows) / len(self.rows) if self.rows else math.nan
+        return self._share("chunk_share")
 
     @property
     def file_share(self) -> float:
-        return sum(r.file_hit for r in self.rows) / len(self.rows) if self.rows else math.nan
+        return self._share("file_share")
 
     @property
     def over_limit(self) -> int:
@@ -269,19 +258,28 @@ class ProbeResult:
         """Ranking within the sample tells something only when the sample is larger than k."""
         return len(self.rows) > self.top_k
 
-    def _in_sample_share(self, attr: str) -> float:
-        ranks = [getattr(r, attr) for r in self.rows]
-        return sum(rank is not None and rank <= self.top_k for rank in ranks) / len(ranks) if ranks else math.nan
+    def hits(self, share: str) -> int:
+        """How many sampled chunks count toward ``share``: ``chunk_share`` (own chunk in the collection's top k),
+        ``file_share`` (own file there), ``stored_share`` / ``fresh_share`` (own chunk in the sample's top k by its
+        stored vector / by its fresh re-embedding)."""
+        k = self.top_k
+        found = {"chunk_share": lambda r: r.chunk_rank is not None, "file_share": lambda r: r.file_hit,
+                 "stored_share": lambda r: r.stored_rank is not None and r.stored_rank <= k,
+                 "fresh_share": lambda r: r.fresh_rank is not None and r.fresh_rank <= k}[share]
+        return sum(bool(found(r)) for r in self.rows)
+
+    def _share(self, share: str) -> float:
+        return self.hits(share) / len(self.rows) if self.rows else math.nan
 
     @property
     def stored_share(self) -> float:
         """Share of sampled chunks whose first sentence ranks their stored vector in the top k of the sample's."""
-        return self._in_sample_share("stored_rank")
+        return self._share("stored_share")
 
     @property
     def fresh_share(self) -> float:
         """The same with fresh re-embeddings of the same texts in place of the stored vectors."""
-        return self._in_sample_share("fresh_rank")
+        return self._share("fresh_share")
 
     @property
     def self_retrieval_drop(self) -> float:
@@ -290,7 +288,7 @@ class ProbeResult:
 
     def interval(self, share: str) -> tuple[float, float]:
         """The Wilson 95% interval of one of the shares (``file_share``, ``chunk_share``, ``stored_share`` ...)."""
-        return wilson_interval(round(getattr(self, share) * len(self.rows)), len(self.rows))
+        return wilson(self.hits(share), len(self.rows))
 
     @property
     def files(self) -> int:
@@ -420,8 +418,7 @@ def record(report: NotebookReport, result: ProbeResult, *, max_self_retrieval_dr
         report.not_applicable(name, f"{r.sample} sampled chunks, no more than the top {r.top_k}: every chunk is in "
                               "every top k of the sample", parameter="max_self_retrieval_drop")
     else:
-        stored, fresh = sum(x.stored_rank is not None and x.stored_rank <= r.top_k for x in r.rows), \
-            sum(x.fresh_rank is not None and x.fresh_rank <= r.top_k for x in r.rows)
+        stored, fresh = r.hits("stored_share"), r.hits("fresh_share")
         report.gate(name, r.self_retrieval_drop <= max_self_retrieval_drop, value=round(r.self_retrieval_drop, 4),
                     threshold=max_self_retrieval_drop, rule="<=", unit="share", parameter="max_self_retrieval_drop",
                     hint="the stored vectors do not meet the queries the configured embedder makes: another model, "

@@ -95,6 +95,8 @@ class OffTopicStudy:
     judged: bool
     rule: str
     groups: list[OffTopicGroup] = field(default_factory=list)
+    #: the lowest z of any group of files scored, flagged or not (None when not judged): the margin to a finding
+    closest_z: float | None = None
 
     @property
     def stock_pages(self) -> list[FileDistance]:
@@ -112,9 +114,10 @@ def _unit(matrix: np.ndarray) -> np.ndarray:
     return matrix / np.where(norms > 0, norms, 1.0)
 
 
-def _groups_apart(sums: np.ndarray, max_z: float) -> list[tuple[list[int], float, float]]:
+def _groups_apart(sums: np.ndarray, max_z: float) -> tuple[list[tuple[list[int], float, float]], float | None]:
     """The largest clusters of files (rows of ``sums``, each a file's sum of unit chunk vectors) that lie apart
-    from the rest by the module's rule: ``(members, similarity, z)``, farthest first."""
+    from the rest by the module's rule, ``(members, similarity, z)`` farthest first; and the lowest z of any
+    cluster scored (how close the book came to a finding), None when none could be scored."""
     from scipy.cluster.hierarchy import linkage, to_tree
     from scipy.stats import median_abs_deviation
 
@@ -122,6 +125,7 @@ def _groups_apart(sums: np.ndarray, max_z: float) -> list[tuple[list[int], float
     total = sums.sum(axis=0)
     _, nodes = to_tree(linkage(_unit(sums), method="average", metric="cosine"), rd=True)
     flagged: list[tuple[list[int], float, float]] = []
+    lowest: float | None = None
     for node in nodes:
         members = node.pre_order()
         if len(members) > n // 2:
@@ -136,6 +140,7 @@ def _groups_apart(sums: np.ndarray, max_z: float) -> list[tuple[list[int], float
         if mad <= 0:
             continue
         z = 0.6745 * (similarity - float(np.median(rest))) / mad
+        lowest = z if lowest is None else min(lowest, z)
         if z < -max_z:
             flagged.append((sorted(members), similarity, z))
     flagged.sort(key=lambda g: -len(g[0]))  # keep the largest: a group's members are not listed again
@@ -143,7 +148,7 @@ def _groups_apart(sums: np.ndarray, max_z: float) -> list[tuple[list[int], float
     for members, similarity, z in flagged:
         if not any(set(members) <= set(k[0]) for k in kept):
             kept.append((members, similarity, z))
-    return sorted(kept, key=lambda g: g[2])
+    return sorted(kept, key=lambda g: g[2]), lowest
 
 
 def measure_offtopic(files: Sequence[str], titles: Sequence[str], vectors: np.ndarray, *,
@@ -187,7 +192,7 @@ def measure_offtopic(files: Sequence[str], titles: Sequence[str], vectors: np.nd
     mad = float(median_abs_deviation(similarity)) if len(paths) else 0.0
     judged = len(paths) >= MIN_FILES and mad > 0
     median = float(np.median(similarity)) if len(paths) else 0.0
-    apart = _groups_apart(sums, max_z) if judged else []
+    apart, closest = _groups_apart(sums, max_z) if judged else ([], None)
     groups = [OffTopicGroup(tuple(paths[i] for i in members), sim, z) for members, sim, z in apart]
     group_of = {path: g for g, group in enumerate(groups) for path in group.files}
     out = []
@@ -205,7 +210,7 @@ def measure_offtopic(files: Sequence[str], titles: Sequence[str], vectors: np.nd
             if judged else
             f"not judged by vectors: {len(paths)} files (at least {MIN_FILES} with some spread are needed)")
     rule += "; and site generators' stock pages, by their text"
-    return OffTopicStudy(files=out, max_z=max_z, judged=judged, rule=rule, groups=groups)
+    return OffTopicStudy(files=out, max_z=max_z, judged=judged, rule=rule, groups=groups, closest_z=closest)
 
 
 def offtopic_frame(study: OffTopicStudy, *, decimals: int = 3, candidates_only: bool = False):

@@ -42,6 +42,7 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_lib.checks.thresholds import wilson
 from retrieval_lib.collection.boilerplate import stock_page
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.stores import ReadableStore
@@ -309,8 +310,8 @@ def measure(store: ReadableStore, collection: str, *, top_k: int = 10, max_full:
     occurrence = hits * (n_points - 1) / wanted
     antihubs, extra = _reverse_check(store, collection, table, rows, wide, top_k=top_k, depth=reverse_depth,
                                      batch_size=batch_size, progress=progress)
-    ci = stats.binomtest(len(antihubs), wanted).proportion_ci(0.95, method="wilson")
-    estimate = AntiHubEstimate(len(antihubs) / wanted, float(ci.low), float(ci.high), wanted, len(antihubs),
+    low, high = wilson(len(antihubs), wanted)
+    estimate = AntiHubEstimate(len(antihubs) / wanted, low, high, wanted, len(antihubs),
                                f"seeded sample of {wanted} (seed {seed}), Wilson 95% interval, reverse depth "
                                f"{reverse_depth}")
     mu = hits.mean() / f
