@@ -54,8 +54,12 @@ def test_draft_writes_the_files_from_a_profile_and_redrafts_from_its_cache(team_
                                                           "source_file": "url:url"}}))
     out = tmp_path / "draft"
     assert main(["draft", "--out", str(out), "--profile", str(profile), "--per-file", "2"]) == 0
-    said = capsys.readouterr().out
+    seen = capsys.readouterr()
+    said = seen.out
     assert "known-item queries: 8 drafted for 4 of 4 files" in said and "language: English" in said
+    # each stage says it has started, on stderr, so a long draft is not silent (and -q keeps it quiet)
+    assert [line.split(" ")[1] for line in seen.err.splitlines() if line.startswith("…")] == \
+        ["reading", "drafting", "searching"]
     golden = load_golden_set(out / "golden.yaml")
     assert golden.provenance.drafted == 8
     assert {q.expected_url_patterns for q in golden.queries if "Lidar" in q.query} == {("/docs/module-2/lidar",)}
@@ -67,8 +71,9 @@ def test_draft_writes_the_files_from_a_profile_and_redrafts_from_its_cache(team_
     assert drafted["payload_fields"]["content"] == "text" and drafted["golden_set"].endswith("golden.yaml")
     assert "topics" not in drafted
     # a re-draft asks the same questions: every one comes from DIR/cache, none is embedded again
-    assert main(["draft", "--out", str(out), "--profile", str(profile), "--per-file", "2"]) == 0
-    assert "embedding: 0 calls for 0 texts" in capsys.readouterr().out
+    assert main(["draft", "--out", str(out), "--profile", str(profile), "--per-file", "2", "-q"]) == 0
+    seen = capsys.readouterr()
+    assert "embedding: 0 calls for 0 texts" in seen.out and "…" not in seen.err
 
 
 def test_a_bad_per_file_is_a_one_line_error(tmp_path, capsys):

@@ -7,13 +7,15 @@ from __future__ import annotations
 
 import pytest
 from corpus import DOCS, SAMPLE_COLLECTION
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from shapes import EXPECTED_SOURCE, SHAPES, build
 
 from retrieval_lib.collection import CollectionView, PayloadRoles, infer_roles
-from retrieval_lib.collection.roles import MAX_TEXT_CHARS, lookup, source_file_from_url
+from retrieval_lib.collection.roles import MAX_TEXT_CHARS, ROLES, ReadStats, lookup, source_file_from_url
 from retrieval_lib.errors import ReadOnlyError
 from retrieval_lib.search import Retriever
-from retrieval_lib.stores import VectorStore, iter_points
+from retrieval_lib.stores import VectorStore, iter_points, read_columns
 
 
 @pytest.fixture(scope="module")
@@ -91,6 +93,44 @@ def test_the_mapping_is_applied_per_point_with_nested_paths_and_fallbacks():
     assert (b["content"], b["source_file"]) == ("beta", "docs/c")
     assert lookup({"a": {"b": {"c": 3}}}, "a.b.c") == 3 and lookup({"a.b": 1}, "a.b") == 1
     assert source_file_from_url("https://x/docs/p?q=1#h") == "docs/p"
+
+
+@pytest.mark.parametrize("i, name", list(enumerate(SHAPES)), ids=list(SHAPES))
+def test_a_column_scan_reads_what_the_records_say(shaped, i, name):
+    """read_columns through the view (team keys read a column at a time) equals the view's own records."""
+    view = CollectionView(shaped)
+    fields = ["content", "source_file", "source_url", "title", "chunk_sequence", "chunk_id"]
+    cols = read_columns(view, f"shape{i}", fields, batch_size=7)  # several pages
+    records = {str(p.id): p.payload for p in view.scroll(f"shape{i}", with_payload=fields, batch_size=7)}
+    assert len(cols) == len(records) == len(DOCS)
+    for j, point_id in enumerate(cols.ids):
+        assert {f: cols[f][j] for f in fields} == {f: records[point_id][f] for f in fields}
+
+
+_VALUE = st.one_of(st.none(), st.text(max_size=8), st.integers(-5, 5), st.floats(allow_nan=False, width=16),
+                   st.booleans(), st.lists(st.one_of(st.text(max_size=4), st.integers(0, 3)), max_size=3),
+                   st.just("x" * (MAX_TEXT_CHARS + 1)), st.just("  "), st.just("12"))
+_PAYLOAD = st.one_of(st.none(), st.dictionaries(st.sampled_from(["text", "url", "title", "n", "meta", "id"]),
+                                                st.one_of(_VALUE, st.fixed_dictionaries({"body": _VALUE})),
+                                                max_size=6))
+
+
+@settings(max_examples=150, deadline=None, derandomize=True)
+@given(payloads=st.lists(_PAYLOAD, max_size=12))
+def test_reading_a_column_is_reading_each_point(payloads):
+    """The column fast path (one plain key) and the general rule (fallbacks, nested keys, URLs) give what
+    ``read`` gives point by point, and count the same bad values."""
+    for roles in (PayloadRoles.from_profile({"content": "text", "source_url": "url", "title": "title",
+                                             "chunk_sequence": "n", "chunk_id": "id"}),
+                  PayloadRoles.from_profile({"content": ["text", "meta.body"], "source_file": "url:url",
+                                             "title": "meta.body", "chunk_sequence": ["n", "meta.body"]})):
+        by_point, by_column = ReadStats(), ReadStats()
+        records = [roles.read(p, point_id=k, stats=by_point) for k, p in enumerate(payloads)]
+        wanted = [r for r in ROLES if roles.has(r) or r == "chunk_id"]
+        cols = roles.columns(payloads, list(range(len(payloads))), wanted, by_column)
+        assert [{r: cols[r][k] for r in wanted} for k in range(len(payloads))] == \
+            [{r: rec[r] for r in wanted} for rec in records]
+        assert (by_column.wrong_type, by_column.truncated) == (by_point.wrong_type, by_point.truncated)
 
 
 def test_a_profile_naming_an_unknown_role_is_refused():

@@ -186,6 +186,36 @@ class PayloadRoles:
             record["chunk_id"] = str(point_id)
         return record
 
+    def column(self, role: str, payloads: Sequence[Mapping[str, Any] | None],
+               stats: ReadStats | None = None) -> list[Any]:
+        """``[self.value(p, role, stats) for p in payloads]``, read a column at a time.
+
+        Where one plain top-level key holds the role (our own schema, and most teams'), a value that
+        :meth:`value` would return unchanged (text within :data:`MAX_TEXT_CHARS`, an integer) is taken as it is
+        and a missing one is None; every other value goes through :meth:`value`, so the rules stay in one place
+        and the result is the same, only cheaper (a whole-collection scan reads 100k points this way).
+        """
+        keys = self.keys_of(role)
+        derived = role == "source_file" and self.derive_source_file
+        if len(keys) != 1 or "." in keys[0] or derived:
+            return [self.value(p, role, stats) for p in payloads]
+        key, value = keys[0], self.value
+        raw = [p.get(key) if p.__class__ is dict else lookup(p, key) for p in payloads]
+        if role in INT_ROLES:
+            return [v if v.__class__ is int else None if v is None else value(p, role, stats)
+                    for v, p in zip(raw, payloads)]
+        return [v if v.__class__ is str and 0 < len(v) <= MAX_TEXT_CHARS else None if v is None
+                else value(p, role, stats) for v, p in zip(raw, payloads)]
+
+    def columns(self, payloads: Sequence[Mapping[str, Any] | None], point_ids: Sequence[Any],
+                roles: Sequence[str], stats: ReadStats | None = None) -> dict[str, list[Any]]:
+        """The records of ``payloads`` as columns: ``roles`` -> :meth:`column`, the same values :meth:`read` gives
+        (``chunk_id`` falls back to the point id)."""
+        out = {role: self.column(role, payloads, stats) for role in roles}
+        if "chunk_id" in out:
+            out["chunk_id"] = [v if v is not None else str(i) for v, i in zip(out["chunk_id"], point_ids)]
+        return out
+
     def top_keys(self, roles: Iterable[str]) -> list[str]:
         """The top-level payload keys to fetch so that ``roles`` can be read (for ``with_payload=[...]``)."""
         out: dict[str, None] = {}

@@ -20,6 +20,7 @@ from retrieval_lib.collection.infer import infer_roles
 from retrieval_lib.collection.ours import written_by_us
 from retrieval_lib.collection.roles import DEFAULT_ROLES, ROLES, PayloadRoles, ReadStats
 from retrieval_lib.errors import ReadOnlyError
+from retrieval_lib.stores.scan import Columns, page_size, with_progress
 
 if TYPE_CHECKING:
     from retrieval_lib.stores import IndexInfo, ReadableStore
@@ -202,6 +203,34 @@ class CollectionView:
             if payload is not False:
                 p.payload = roles.read(p.payload, p.id, self.read_stats, only)
             yield p
+
+    def read_columns(self, collection: str, fields: Sequence[str], *, batch_size: int | None = None,
+                     progress: bool = False, whole: bool = False) -> Columns:
+        """:func:`~retrieval_lib.stores.scan.read_columns` of the roles in ``fields``: one pass that fetches just
+        the team's keys for them and reads each page of payloads a column at a time
+        (:meth:`PayloadRoles.columns`): the same values as :meth:`scroll`'s records, without a record per point."""
+        roles = self.roles_for(collection)
+        keys = roles.top_keys(fields)
+        size = batch_size or page_size(self.store, self.store.count(collection), whole=whole)
+        points = with_progress(self.store, collection, self.store.scroll(
+            collection, with_payload=keys or False, with_vectors=False, batch_size=size), progress)
+        ids: list[str] = []
+        values: dict[str, list[Any]] = {f: [] for f in fields}
+        page: list[Any] = []
+
+        def read_page() -> None:
+            ids.extend(str(p.id) for p in page)
+            got = roles.columns([p.payload for p in page], [p.id for p in page], fields, self.read_stats)
+            for name, column in got.items():
+                values[name].extend(column)
+            page.clear()
+
+        for point in points:
+            page.append(point)
+            if len(page) >= size:
+                read_page()
+        read_page()
+        return Columns(ids=ids, values=values)
 
     def distinct_values(self, collection: str, key: str, limit: int = 100_000) -> dict[str, int]:
         """Distinct values of a role with their point counts: a facet on its key where one plain key holds it

@@ -13,7 +13,7 @@ It only reads: the store is a :class:`~retrieval_lib.collection.CollectionView`,
 from __future__ import annotations
 
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -104,13 +104,15 @@ class Draft:
 
 
 def draft_collection(store: Any, collection: str, embedder: Any, *, per_file: int = DEFAULT_PER_FILE,
-                     negatives_file: str | Path = NEGATIVES_FILE) -> Draft:
+                     negatives_file: str | Path = NEGATIVES_FILE,
+                     progress: Callable[[str], None] | None = None) -> Draft:
     """Draft known-item queries, topics and negatives from ``collection`` (module docstring).
 
     Args:
         store: the store, read through payload roles (a bare store is wrapped in a read-only view).
         embedder: the model that built the collection (a run-cache embedder embeds each text once).
         per_file: known-item queries per source file, at most (at least 1).
+        progress: called with a line as each stage starts (the CLI prints it on stderr).
 
     Raises:
         ValidationError: ``per_file`` below 1.
@@ -120,9 +122,12 @@ def draft_collection(store: Any, collection: str, embedder: Any, *, per_file: in
     if isinstance(per_file, bool) or not isinstance(per_file, int) or per_file < 1:
         raise ValidationError(f"per_file must be a whole number >= 1 (got {per_file!r})", field="per_file")
     view = store if isinstance(store, CollectionView) else CollectionView(store)
+    say = progress or (lambda _: None)
+    say(f"reading {view.count(collection):,} points (one scroll)")
     t0 = time.perf_counter()
     pages, roles = read_pages(view, collection)
     t1 = time.perf_counter()
+    say(f"drafting from {len(pages):,} source files")
     language = detect_language(sample_texts(pages))
     known, dropped = draft_known_items(pages, per_file=per_file)
     topics, topics_dropped = draft_topics(pages)
@@ -131,6 +136,7 @@ def draft_collection(store: Any, collection: str, embedder: Any, *, per_file: in
     step = max(1, -(-len(known) // MEDIAN_SAMPLE))
     sample = known[::step]
     texts = [k.query for k in sample] + [n.query for n in shipped]
+    say(f"searching {len(texts)} texts ({len(sample)} drafted questions, {len(shipped)} negatives; one batched pass)")
     best = _best_scores(Retriever(view, embedder, collection), texts)
     t3 = time.perf_counter()
     top1 = {k.query: s for k, s in zip(sample, best[:len(sample)]) if s is not None}

@@ -26,7 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections import Counter, defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -119,6 +119,8 @@ def _headings(page: Page) -> list[tuple[str, Chunk]]:
     """Every distinct heading of the page in reading order, each with its chunks (best body first later)."""
     seen: dict[str, tuple[str, Chunk]] = {}
     for chunk in page.chunks:
+        if not chunk.section_title and "#" not in chunk.content:  # most chunks of a large book
+            continue
         names = [chunk.section_title] if chunk.section_title else []
         names += [h for lv, h, _ in chunk.spans() if lv >= 2 or not page.title]
         for raw in names:
@@ -138,13 +140,25 @@ def _best_chunk(page: Page, heading: str) -> tuple[Chunk, int]:
     return max(scored, key=lambda cw: cw[1])
 
 
+def _texts_on_several_pages(pages: Sequence[Page]) -> dict[int, set[str]]:
+    """Digest -> the pages, for every chunk text stored under more than one page (a fragment's text, fewer than
+    :data:`MIN_BODY_WORDS` spaces, may well repeat: it names no page and is left out)."""
+    first: dict[int, str] = {}
+    several: dict[int, set[str]] = {}
+    for page in pages:
+        key = page.key
+        for c in page.chunks:
+            text = c.content  # the words of a chunk's opening settle it for almost every chunk, at a tenth the cost
+            if text.count(" ", 0, 400) >= MIN_BODY_WORDS or text.count(" ") >= MIN_BODY_WORDS:
+                owner = first.setdefault(c.digest, key)
+                if owner != key:
+                    several.setdefault(c.digest, {owner}).add(key)
+    return several
+
+
 def draft_known_items(pages: Sequence[Page], *, per_file: int) -> tuple[list[KnownItem], list[Dropped]]:
     """Known-item queries for every page (module docstring); returns (kept, dropped)."""
-    digests: dict[int, set[str]] = defaultdict(set)
-    for page in pages:
-        for c in page.chunks:
-            if c.content.count(" ") >= MIN_BODY_WORDS:  # a fragment's text may well repeat: it names no page
-                digests[c.digest].add(page.key)
+    shared_text = _texts_on_several_pages(pages)
     headings_of = {page.key: _headings(page) for page in pages}
     shared = Counter(h.lower() for page in pages for h in {x.lower(): x for x, _ in headings_of[page.key]}.values())
     kept: list[KnownItem] = []
@@ -177,7 +191,7 @@ def draft_known_items(pages: Sequence[Page], *, per_file: int) -> tuple[list[Kno
             return drop("boilerplate: its chunk is a table of contents")
         if is_placeholder(chunk.content, min_words=0):
             return drop("boilerplate: its chunk is a placeholder (\"Coming soon\")")
-        others = digests.get(chunk.digest, set()) - {page.key}
+        others = shared_text.get(chunk.digest, set()) - {page.key}
         if others:
             return drop(f"duplicate: the same text is stored under {sorted(others)[0]}"
                         + (f" and {len(others) - 1} more" if len(others) > 1 else ""))

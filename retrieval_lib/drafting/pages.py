@@ -11,6 +11,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from operator import attrgetter
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -27,7 +28,7 @@ _HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 _FENCE = re.compile(r"^\s*(```|~~~)", re.M)
 
 
-@dataclass
+@dataclass(slots=True)
 class Chunk:
     """One point: its id, text, order within its page and the section heading its payload names."""
 
@@ -110,33 +111,45 @@ def read_pages(store: Any, collection: str) -> tuple[list[Page], list[str]]:
     mapping = store.roles_for(collection) if hasattr(store, "roles_for") else None
     # a source file derived from the URL is derived here, once per distinct URL, not once per point
     derived = mapping is not None and not mapping.keys_of("source_file") and "source_url" in held
-    cols = read_columns(store, collection, [r for r in roles if not (derived and r == "source_file")])
-    get = {r: (cols[r] if r in cols.values else [None] * len(cols)) for r in READ_ROLES}
-    from_url: dict[str, str | None] = {}
+    # drafting keeps every chunk's text, so the pass reads in one page where the engine allows (page_size)
+    cols = read_columns(store, collection, [r for r in roles if not (derived and r == "source_file")], whole=True)
+    nothing = [None] * len(cols)
+    get = {r: (cols[r] if r in cols.values else nothing) for r in READ_ROLES}
+    urls = get["source_url"]
+    path_of: dict[str, str | None] = {url: urlsplit(url).path.strip("/") or None
+                                      for url in set(urls) if _text(url) is not None}
+    keys = [_text(f) or (path_of.get(u) if u is not None else None) for f, u in zip(get["source_file"], urls)]
     pages: dict[str, Page] = {}
-    for i, point_id in enumerate(cols.ids):
-        url = _text(get["source_url"][i])
-        if url is not None and url not in from_url:
-            from_url[url] = urlsplit(url).path.strip("/") or None
-        key = _text(get["source_file"][i]) or (from_url[url] if url else None)
+    chunk_ids, contents, sequences, sections = get["chunk_id"], get["content"], get["chunk_sequence"], \
+        get["section_title"]
+    for i, key in enumerate(keys):
         if key is None:
             continue
         page = pages.get(key)
         if page is None:
+            url = _text(urls[i])
             expected = urlsplit(url).path.rstrip("/") or url if url and "source_url" in held else key
             page = pages[key] = Page(key=key, expected=str(expected), title=_text(get["title"][i]))
         elif page.title is None:
             page.title = _text(get["title"][i])
-        seq = get["chunk_sequence"][i]
-        page.chunks.append(Chunk(chunk_id=str(get["chunk_id"][i] or point_id), content=get["content"][i] or "",
-                                 sequence=seq if isinstance(seq, int) else None,
-                                 section_title=_text(get["section_title"][i])))
+        seq, section = sequences[i], sections[i]
+        page.chunks.append(Chunk(str(chunk_ids[i] or cols.ids[i]), contents[i] or "",
+                                 seq if seq.__class__ is int else None,
+                                 section if section and not section.isspace() else None))
     for page in pages.values():
-        page.chunks.sort(key=lambda c: (c.sequence is None, c.sequence or 0))
+        ordered = all(c.sequence is not None for c in page.chunks)
+        page.chunks.sort(key=_SEQUENCE if ordered else _reading_order)
         if page.title is None:  # the first level-1 heading of the page's first chunk
             first = next(((lv, h) for lv, h, _ in page.chunks[0].spans() if lv == 1), None)
             page.title = normalise_heading(first[1]) if first else None
     return [pages[k] for k in sorted(pages)], roles
+
+
+_SEQUENCE = attrgetter("sequence")
+
+
+def _reading_order(chunk: Chunk) -> tuple[bool, int]:
+    return chunk.sequence is None, chunk.sequence or 0
 
 
 def sample_texts(pages: Sequence[Page], limit: int = 400) -> list[str]:

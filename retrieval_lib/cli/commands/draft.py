@@ -34,6 +34,7 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--per-file", type=int, default=None, metavar="N",
                    help="known-item queries per source file, at most (default 3)")
     p.add_argument("--json", action="store_true", help="print what was drafted and dropped as JSON")
+    p.add_argument("-q", "--quiet", action="store_true", help="no progress lines on stderr")
     p.set_defaults(func=run)
 
 
@@ -63,7 +64,8 @@ def run(args: argparse.Namespace) -> int:
     with open_collection(settings) as view:
         if not args.json:
             mapping_note(view, settings.collection_name)
-        found = draft_collection(view, settings.collection_name, embedder, per_file=per_file)
+        say = None if (args.quiet or args.json) else (lambda line: print(f"… {line}", file=sys.stderr))
+        found = draft_collection(view, settings.collection_name, embedder, per_file=per_file, progress=say)
     files = write_draft(found, args.out, base=base)
     usage = embedder.usage()
     if args.json:
