@@ -24,3 +24,13 @@ def pytest_configure(config) -> None:
     shutil.copytree(source, folder / ".qdrant", ignore=shutil.ignore_patterns(".lock"))
     os.environ["QDRANT_PATH"] = str(folder / ".qdrant")
     config.add_cleanup(lambda: shutil.rmtree(folder, ignore_errors=True))
+
+
+def pytest_collection_modifyitems(session, config, items) -> None:
+    """The notebooks that measure the embedding service itself (they load the model in their kernel and time it:
+    the longest to re-run, ``bypass`` in the registry) first, each notebook's cells kept in order, so the workers
+    (``--dist loadfile``, a notebook at a time) start on them rather than finish on one."""
+    from retrieval_lib.workbook import NOTEBOOKS
+
+    heavy = {spec.stem for spec in NOTEBOOKS if spec.bypass}
+    items.sort(key=lambda item: Path(str(item.fspath)).stem not in heavy)

@@ -72,9 +72,62 @@ def fill():
     return fill_collection
 
 
+class _Seeded:
+    """``embedder``, except that a document whose exact text ``known`` holds takes its vector from there."""
+
+    def __init__(self, embedder: Any, known: dict[str, list[float]]) -> None:
+        self._embedder, self._known = embedder, known
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        missing = list(dict.fromkeys(t for t in texts if t not in self._known))
+        fresh = dict(zip(missing, self._embedder.embed_documents(missing))) if missing else {}
+        return [self._known[t] if t in self._known else fresh[t] for t in texts]
+
+
+def _vectors_make_sample_stored(model: str) -> dict[str, list[float]]:
+    """Text embedded -> vector, for every chunk that ``make sample`` (which ``make test`` runs first) stored in the
+    project's ``.qdrant`` with ``model``; read from a copy, since the folder may be open elsewhere. Empty when there
+    is no such store. The same model on the same machine: the vectors the fixture would compute, an ingest's
+    embedding time (about 20 s a worker) saved."""
+    import shutil
+    import tempfile
+    from pathlib import Path
+
+    from retrieval_lib import VectorStore
+    from retrieval_lib.collection.ours import embedded_text
+    from retrieval_lib.config import PROJECT_ROOT
+    from retrieval_lib.errors import RetrievalError
+
+    source = PROJECT_ROOT / ".qdrant"
+    if not (source / "collection").is_dir():
+        return {}
+    with tempfile.TemporaryDirectory() as tmp:
+        try:
+            shutil.copytree(source, Path(tmp) / "store", ignore=shutil.ignore_patterns(".lock"))
+            store = VectorStore.at_path(Path(tmp) / "store")
+        except (OSError, RetrievalError):
+            return {}
+        try:
+            known: dict[str, list[float]] = {}
+            for info in store.client.get_collections().collections:
+                for p in store.scroll(info.name, with_payload=True, with_vectors=True, batch_size=10_000):
+                    if (p.payload or {}).get("model_version") == model and isinstance(p.vector, list):
+                        known[embedded_text(p.payload)] = p.vector
+            return known
+        except RetrievalError:
+            return {}
+        finally:
+            store.close()
+
+
 @pytest.fixture(scope="session")
 def book(tmp_path_factory, embedder):
-    """Build the sample collection (``corpus.SAMPLE_COLLECTION``) once per session (about 30 s on 2 idle cores).
+    """Build the sample collection (``corpus.SAMPLE_COLLECTION``) once per session: about 30 s on 2 idle cores, a
+    few seconds where ``make sample`` left the same chunks' vectors in ``.qdrant``
+    (:func:`_vectors_make_sample_stored`).
 
     The store stays open (and so locked) for the session; a test that needs a
     separate process to open it copies ``book.folder`` first.
@@ -84,7 +137,8 @@ def book(tmp_path_factory, embedder):
 
     folder = tmp_path_factory.mktemp("sample-book") / "store"
     store = VectorStore.at_path(folder)
-    summary = ingest(store, embedder, SAMPLE_COLLECTION, progress=False)
+    seeded = _Seeded(embedder, _vectors_make_sample_stored(embedder.model))
+    summary = ingest(store, seeded, SAMPLE_COLLECTION, progress=False)
     pts = list(store.scroll(SAMPLE_COLLECTION, with_payload=True))
     yield Book(store, folder, summary, pts)
     store.close()

@@ -131,12 +131,27 @@ def test_a_one_megabyte_body_is_413_quickly_over_http(http):
     assert http.get("/health").status_code == 200
 
 
+def _new_log_lines(log_file, before: int, want: int, timeout_s: float = 5.0) -> list[bytes]:
+    """The log's lines after the first ``before``, once there are ``want`` of them (or ``timeout_s`` has passed).
+
+    The service writes a request's line when the request is over, i.e. just AFTER its response was sent (the line
+    holds the time it took), so a client that reads the file at once may be a line early: wait, bounded.
+    """
+    deadline = time.monotonic() + timeout_s
+    while True:
+        lines = [line for line in log_file.read_bytes().split(b"\n") if line][before:]
+        if len(lines) >= want or time.monotonic() > deadline:
+            return lines
+        time.sleep(0.02)
+
+
 def test_the_log_file_holds_one_line_per_request_and_no_key(live, http):
     svc, log_file = live
     before = len(log_file.read_text().splitlines())
     http.post("/search", json={"query": "logged query", "top_k": 2}, headers={"Authorization": f"Bearer {SECRET}"})
-    lines = log_file.read_text().splitlines()
-    assert len(lines) == before + 1
+    lines = _new_log_lines(log_file, before, 1)
+    time.sleep(0.2)  # and no second line follows
+    assert len(log_file.read_text().splitlines()) == before + 1
     last = json.loads(lines[-1])
     assert list(last) == list(LOG_FIELDS)
     assert (last["query"], last["results"], last["status"]) == ("logged query", 2, 200)
@@ -177,12 +192,12 @@ def test_schemathesis_finds_no_failure_against_the_real_model_and_sample_book(li
 
 def test_a_lone_surrogate_query_is_400_and_one_log_line_with_no_traceback(live, http):
     svc, log_file = live
-    before = len(log_file.read_bytes().split(b"\n"))
+    before = len(log_file.read_text().splitlines())
     for body in (b'{"query": "ROS2 \\ud800"}', b'{"query": "ROS2 \\udc80 nodes"}'):
         response = http.post("/search", content=body, headers={"content-type": "application/json"})
         assert response.status_code == 400 and "Unicode" in response.json()["error"]["message"]
-    raw = log_file.read_bytes()
-    raw.decode("utf-8")  # still valid UTF-8
-    lines = [json.loads(line) for line in raw.split(b"\n")[before - 1:] if line]
+    new = _new_log_lines(log_file, before, 2)
+    log_file.read_bytes().decode("utf-8")  # still valid UTF-8
+    lines = [json.loads(line) for line in new]
     assert [line["query"] for line in lines] == ["ROS2 \ud800", "ROS2 \udc80 nodes"]
     assert "Traceback" not in svc.output() and "UnicodeEncodeError" not in svc.output()
