@@ -31,7 +31,10 @@ demo: sample
 	$(PY) -m retrieval_lib run --params outputs/drafts/foreign_book/profile.yaml || test $$? -eq 1
 
 # Every core: pytest-xdist runs the suite in parallel (-n auto), then nbval compares the stored notebook outputs.
+# The package is byte-compiled first: the suite starts hundreds of Python processes (the CLI, kernels, the
+# service), and where PYTHONDONTWRITEBYTECODE is set none of them would keep its compiled modules.
 test: sample
+	$(PY) -m compileall -q retrieval_lib
 	$(PY) -m pytest tests -n auto
 	$(MAKE) --no-print-directory nbval
 
