@@ -32,11 +32,13 @@ demo: sample
 
 # Every core: pytest-xdist runs the suite in parallel (-n auto), then nbval compares the stored notebook outputs.
 # The package is byte-compiled first: the suite starts hundreds of Python processes (the CLI, kernels, the
-# service), and where PYTHONDONTWRITEBYTECODE is set none of them would keep its compiled modules.
+# service), and where PYTHONDONTWRITEBYTECODE is set none of them would keep its compiled modules. The tests
+# marked slow (full runs) come first (tests/conftest.py), handed out 16 at most at a time, so both workers start
+# on them and neither ends the suite alone on one.
 test: sample
 	$(PY) -m compileall -q retrieval_lib
-	$(PY) -m pytest tests -n auto
-	$(MAKE) --no-print-directory nbval
+	$(PY) -m pytest tests -n auto --maxschedchunk 16
+	$(NBVAL)
 
 # Characterisation tests that wait on the SDKs' own default timeouts and backoff (seconds each);
 # production always sets its own, so they stay out of the default run.
@@ -50,9 +52,10 @@ test-browser: sample
 
 # The stored notebook outputs, compared cell by cell (nbval), a notebook per worker on every core (each worker
 # reads its own copy of the embedded store: notebooks/conftest.py).
+NBVAL = $(PY) -m pytest --nbval notebooks --nbval-kernel-name $(KERNEL) --nbval-sanitize-with notebooks/sanitize.cfg \
+	-p no:cacheprovider -n auto --dist loadfile
 nbval: sample
-	$(PY) -m pytest --nbval notebooks --nbval-kernel-name $(KERNEL) --nbval-sanitize-with notebooks/sanitize.cfg \
-		-p no:cacheprovider -n auto --dist loadfile
+	$(NBVAL)
 
 # The same comparison under torch's other CPU kernels: stored outputs must not depend on the CPU's float path.
 nbval-portable: sample

@@ -749,6 +749,7 @@ def cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
 
+@pytest.mark.slow
 @pytest.mark.timeout(180)
 def test_cli_ingest_json_is_incremental_and_bad_file_exits_2(tmp_path):
     good = write_docs(tmp_path / "good", {**DOCS, "notes/release-notes.md": STUB})

@@ -33,7 +33,7 @@ from retrieval_lib.workbook.runner import list_notebooks, load_profile, run_work
 KEY = "co-BILL-TEST-5e21c9"
 QDRANT_KEY = "qd-BILL-TEST-77a1e0"
 NEEDLES = [k.encode() for k in (KEY, QDRANT_KEY)] + [base64.b64encode(k.encode()) for k in (KEY, QDRANT_KEY)]
-pytestmark = pytest.mark.timeout(900)
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 
 def test_a_full_run_sends_exactly_the_planned_calls_and_reveals_no_key(tmp_path, monkeypatch, caplog, capfd):

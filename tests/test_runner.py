@@ -157,6 +157,7 @@ def test_unknown_notebook_selection_lists_the_notebooks():
         list_notebooks("99", FIXTURES)
 
 
+@pytest.mark.slow
 def test_interrupted_run_is_marked_and_earlier_runs_stay_intact(tmp_path):
     earlier = run(tmp_path, "01", gate_value=1, threshold=1)
     earlier_summary = (earlier.run_dir / "summary.json").read_text()
