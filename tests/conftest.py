@@ -15,6 +15,7 @@ import pytest
 from corpus import DOCS, SAMPLE_COLLECTION, Book, fill_collection, make_payload
 from fakes.proxies import clear_proxies
 
+
 def pytest_collection_modifyitems(session, config, items) -> None:
     """Tests marked ``slow`` first, the rest in their order: with pytest-xdist (``make test``: ``-n auto``), the
     workers start on the full runs that take a minute or more instead of ending the suite waiting on one."""
