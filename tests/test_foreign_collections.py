@@ -13,7 +13,7 @@ from shapes import EXPECTED_SOURCE, SHAPES, build
 
 from retrieval_lib.collection import CollectionView, PayloadRoles, infer_roles
 from retrieval_lib.collection.roles import MAX_TEXT_CHARS, ROLES, ReadStats, lookup, source_file_from_url
-from retrieval_lib.errors import ReadOnlyError
+from retrieval_lib.errors import ReadOnlyError, ValidationError
 from retrieval_lib.search import Retriever
 from retrieval_lib.stores import VectorStore, iter_points, read_columns
 
@@ -105,6 +105,8 @@ def test_a_column_scan_reads_what_the_records_say(shaped, i, name):
     assert len(cols) == len(records) == len(DOCS)
     for j, point_id in enumerate(cols.ids):
         assert {f: cols[f][j] for f in fields} == {f: records[point_id][f] for f in fields}
+    with pytest.raises(ValidationError, match="batch_size must be a whole number >= 1"):
+        read_columns(view, f"shape{i}", fields, batch_size=0)  # refused as for a bare store, not taken as "default"
 
 
 _VALUE = st.one_of(st.none(), st.text(max_size=8), st.integers(-5, 5), st.floats(allow_nan=False, width=16),

@@ -151,11 +151,11 @@ def read_columns(store: ReadableStore, collection: str, fields: Sequence[str], *
         ValidationError: ``fields`` empty, or ``batch_size`` not a whole number >= 1.
         CollectionNotFoundError, VectorStoreError: from the store.
     """
-    wanted = _fields(fields)
+    wanted, batch_size = _fields(fields), _batch_size(batch_size)
     if hasattr(store, "roles_for"):
         return store.read_columns(collection, wanted, batch_size=batch_size,  # type: ignore[attr-defined]
                                   progress=progress, whole=whole)
-    size = _batch_size(batch_size) or page_size(store, store.count(collection), whole=whole)
+    size = batch_size or page_size(store, store.count(collection), whole=whole)
     points = with_progress(store, collection, iter_points(store, collection, wanted, batch_size=size), progress)
     ids: list[str] = []
     values: dict[str, list[Any]] = {f: [] for f in wanted}
