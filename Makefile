@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 KERNEL := retrieval-lib
 
-.PHONY: setup demo test test-sdk test-browser lint docs nbval nbval-portable lab sample bench bench-scale refresh clean
+.PHONY: setup demo demo-http demo-chatbot test test-sdk test-browser lint docs nbval nbval-portable lab sample bench bench-scale refresh clean
 
 setup: $(STAMP)
 
@@ -25,10 +25,67 @@ sample: setup
 demo: sample
 	$(PY) -m retrieval_lib run --params params/demo.yaml
 	$(PY) scripts/foreign_ingest.py --collection foreign_book
-	QDRANT_COLLECTION_NAME=foreign_book $(PY) -m retrieval_lib inspect --write-profile outputs/profiles/foreign_book.yaml
+	QDRANT_COLLECTION_NAME=foreign_book $(PY) -m retrieval_lib inspect --write-profile outputs/profiles/foreign_book.yaml \
+		--book retrieval_lib/sample_book/docs
 	QDRANT_COLLECTION_NAME=foreign_book $(PY) -m retrieval_lib draft --out outputs/drafts/foreign_book \
 		--profile outputs/profiles/foreign_book.yaml
 	$(PY) -m retrieval_lib run --params outputs/drafts/foreign_book/profile.yaml || test $$? -eq 1
+	$(MAKE) --no-print-directory demo-chatbot
+
+# The demo's third flow: a team's chatbot backend (scripts/team_chatbot.py: FastAPI over the foreign collection, its
+# own schema, one common mistake) on a free 127.0.0.1 port, serving a COPY of .qdrant (local mode locks a folder to
+# one process), validated through `retriever: kind http` (params/chatbot_demo.yaml, the port filled in): notebook 15
+# names the mistake, 05 runs the golden set through the chatbot. The chatbot is stopped on exit (trap); its start is
+# awaited at most 120 s. Reports under outputs/chatbot/runs; failed gates are findings (exit 1), not errors.
+CHATBOT := outputs/chatbot
+demo-chatbot: sample
+	$(PY) scripts/foreign_ingest.py --collection foreign_book
+	test -f outputs/drafts/foreign_book/profile.yaml || { \
+		QDRANT_COLLECTION_NAME=foreign_book $(PY) -m retrieval_lib inspect --write-profile outputs/profiles/foreign_book.yaml && \
+		QDRANT_COLLECTION_NAME=foreign_book $(PY) -m retrieval_lib draft --out outputs/drafts/foreign_book \
+			--profile outputs/profiles/foreign_book.yaml; }
+	@set -e; rm -rf $(CHATBOT)/store $(CHATBOT)/port; mkdir -p $(CHATBOT); cp -r .qdrant $(CHATBOT)/store; \
+	rm -f $(CHATBOT)/store/.lock; pid=; trap 'test -z "$$pid" || kill $$pid 2>/dev/null' EXIT; \
+	$(PY) scripts/team_chatbot.py --path $(CHATBOT)/store --port-file $(CHATBOT)/port > $(CHATBOT)/chatbot.log 2>&1 & \
+	pid=$$!; for i in $$(seq 120); do test -s $(CHATBOT)/port && break; kill -0 $$pid 2>/dev/null || break; sleep 1; done; \
+	test -s $(CHATBOT)/port || { echo "the chatbot did not start (see $(CHATBOT)/chatbot.log)"; exit 2; }; \
+	printf 'extends: params/chatbot_demo.yaml\nretriever:\n  kind: http\n  url: http://127.0.0.1:%s/search\n  body: {query: "{query}", top_k: "{top_k}"}\n' \
+		"$$(cat $(CHATBOT)/port)" > $(CHATBOT)/profile.yaml; \
+	echo "== the team's chatbot at http://127.0.0.1:$$(cat $(CHATBOT)/port)/search, side by side with the collection"; \
+	$(PY) -m retrieval_lib run --params $(CHATBOT)/profile.yaml --notebooks 15,05 --out $(CHATBOT)/runs || test $$? -eq 1
+
+# The demo's foreign flow twice, on the embedded store and over HTTP with a read-only key (as a team on Qdrant
+# Cloud runs it): a loopback Qdrant (tests/fakes/qdrant_rest.py, the real REST protocol on a free 127.0.0.1 port)
+# serves a copy of the embedded store (QDRANT_PATH, default .qdrant), and is stopped on exit. Fails unless both
+# runs give every gate the same verdict and no request was a write. Reports in outputs/demo-http/{local,http}; the
+# server's request log beside them.
+DEMO_HTTP := outputs/demo-http
+FOREIGN_FLOW = QDRANT_COLLECTION_NAME=foreign_book $(PY) -m retrieval_lib inspect --write-profile $$out/profile.yaml && \
+	QDRANT_COLLECTION_NAME=foreign_book $(PY) -m retrieval_lib draft --out $$out/draft --profile $$out/profile.yaml && \
+	{ $(PY) -m retrieval_lib run --params $$out/draft/profile.yaml --out $$out/runs -q || test $$? -eq 1; }
+demo-http: sample
+	$(PY) scripts/foreign_ingest.py --collection foreign_book --path "$${QDRANT_PATH:-.qdrant}"
+	@set -e; rm -rf $(DEMO_HTTP); mkdir -p $(DEMO_HTTP); tmp=$$(mktemp -d); pid=; \
+	trap 'test -z "$$pid" || kill $$pid 2>/dev/null; rm -rf "$$tmp"' EXIT; \
+	out=$(DEMO_HTTP)/local; echo "== the foreign flow on the embedded store"; $(FOREIGN_FLOW) || exit 1; \
+	cp -r "$${QDRANT_PATH:-.qdrant}" "$$tmp/store"; rm -f "$$tmp/store/.lock"; \
+	export DEMO_HTTP_KEY=$$($(PY) -c 'import secrets; print(secrets.token_hex(16))'); \
+	$(PY) tests/fakes/qdrant_rest.py --path "$$tmp/store" --url-file "$$tmp/url" --read-only-key-env DEMO_HTTP_KEY \
+		--log-file $(DEMO_HTTP)/requests.jsonl & pid=$$!; \
+	for i in $$(seq 60); do test -s "$$tmp/url" && break; sleep 0.5; done; test -s "$$tmp/url"; \
+	export QDRANT_URL=$$(cat "$$tmp/url") QDRANT_API_KEY=$$DEMO_HTTP_KEY; \
+	out=$(DEMO_HTTP)/http; echo "== the same flow over HTTP ($$QDRANT_URL, a read-only key)"; $(FOREIGN_FLOW) || exit 1; \
+	$(PY) -c 'import json, glob, sys; \
+	runs = [json.load(open(glob.glob(f"$(DEMO_HTTP)/{m}/runs/*/summary.json")[0])) for m in ("local", "http")]; \
+	verdicts = [{g.get("id") or g["name"]: g["passed"] for g in r["gates"]} for r in runs]; \
+	reqs = [json.loads(x) for x in open("$(DEMO_HTTP)/requests.jsonl")]; \
+	writes = [r for r in reqs if r["write"]]; \
+	total = sum(r["bytes_in"] + r["bytes_out"] for r in reqs); \
+	print("over HTTP:", len(reqs), "requests,", total, "bytes,", len(writes), "writes"); \
+	diff = sorted(k for k in verdicts[0].keys() | verdicts[1].keys() if verdicts[0].get(k, "-") != verdicts[1].get(k, "-")); \
+	print("verdicts: local", runs[0]["passed"], "| http", runs[1]["passed"], "|", len(verdicts[0]), "gates,", \
+	      "the same" if not diff else "DIFFERENT: " + ", ".join(diff)); \
+	sys.exit(1 if diff or writes or runs[0]["passed"] != runs[1]["passed"] else 0)'
 
 # Every core: pytest-xdist runs the suite in parallel (-n auto), then nbval compares the stored notebook outputs.
 # The package is byte-compiled first: the suite starts hundreds of Python processes (the CLI, kernels, the
@@ -62,10 +119,12 @@ nbval-portable: sample
 	ATEN_CPU_CAPABILITY=default $(MAKE) --no-print-directory nbval
 	ATEN_CPU_CAPABILITY=avx2 $(MAKE) --no-print-directory nbval
 
-# Lint and types: ruff over the code, mypy over the package.
+# Lint and types: ruff over the whole project (package, tests, benchmarks, scripts and the notebooks users read),
+# mypy over the package.
 lint: setup
-	$(VENV)/bin/ruff check retrieval_lib tests benchmarks
+	$(VENV)/bin/ruff check .
 	$(VENV)/bin/mypy retrieval_lib
+	$(VENV)/bin/python scripts/long_modules.py
 
 # The documentation site (docs/, mkdocs.yml) into site/; warnings (a broken link or anchor) are errors.
 docs: setup

@@ -35,6 +35,9 @@ Variables (all optional; with none set the embedded default is used):
 ``EMBEDDING_TIMEOUT``      seconds for one embedding request (default 30)
 ``EMBEDDING_MAX_RETRIES``  retries on 429 / 5xx / timeouts (default 4)
 ``EMBEDDING_RETRY_BUDGET`` seconds all retries of one call may take together (default 60)
+``EMBEDDING_BATCH_SIZE``   texts per embed request of a remote provider (a positive whole number; the vendor's
+                           own limit still applies above it); default the vendor's limit at the vendor's own URL,
+                           16 at any other base URL (a local OpenAI-compatible server), which halves on a timeout
 ``QUERY_MAX_CHARS``        longest accepted query (default 1000)
 ``DATABASE_URL``           metadata database of the HTTP service: ``postgresql://...`` or ``sqlite:///...``;
                            when unset, a SQLite file in the embedded store's folder
@@ -136,6 +139,9 @@ class Settings:
     database_url: str | None = None
     #: role -> payload key(s) of the collection (a profile's ``payload_fields``); None: inferred from a sample
     payload_fields: dict[str, Any] | None = None
+    #: the profile's ``retriever:`` mapping (``RETRIEVER_SPEC``, JSON; header values stay ``${ENV}`` references,
+    #: validated by retrieval_lib.retrievers); None: the collection itself answers the questions
+    retriever: dict[str, Any] | None = None
     #: the named vector to validate when the collection has several (QDRANT_VECTOR_NAME); None: its only one
     vector_name: str | None = None
     openai_api_key: Secret | None = field(default=None, repr=False)
@@ -144,6 +150,9 @@ class Settings:
     gemini_base_url: str | None = None
     #: a reduced output dimension (``EMBEDDING_DIMENSIONS``), where the provider offers one; None: the model's own
     embedding_dimensions: int | None = None
+    #: texts per embed request of a remote provider (``EMBEDDING_BATCH_SIZE``); None: the provider's default (the
+    #: vendor's limit at its own URL, a local server's batch elsewhere; see ``embedding.base.start_batch``)
+    embedding_batch_size: int | None = None
 
     @property
     def store_location(self) -> str:
@@ -185,6 +194,7 @@ class Settings:
             **({"gemini_api_key": "set" if self.gemini_api_key else "unset"}
                if self.embedding_provider == "gemini" else {}),
             **({"embedding_dimensions": self.embedding_dimensions} if self.embedding_dimensions else {}),
+            **({"embedding_batch_size": self.embedding_batch_size} if self.embedding_batch_size else {}),
             "qdrant": self.store_location,
             "qdrant_api_key": "set" if self.qdrant_api_key else "unset",
             "collection_name": self.collection_name,
@@ -306,6 +316,12 @@ def load_settings(
             )
     dimensions_raw = (merged.get("EMBEDDING_DIMENSIONS") or "").strip()
     dimensions = _number(merged, "EMBEDDING_DIMENSIONS", 0, minimum=1, integer=True) if dimensions_raw else None
+    batch_raw = (merged.get("EMBEDDING_BATCH_SIZE") or "").strip()
+    if batch_raw and not (batch_raw.isascii() and batch_raw.isdigit() and int(batch_raw) >= 1):
+        raise ConfigurationError(
+            "EMBEDDING_BATCH_SIZE must be a positive whole number of texts per embed request (such as 16 for a "
+            "local server, or the vendor's limit); fix or unset it", variable="EMBEDDING_BATCH_SIZE")
+    batch_size = int(batch_raw) if batch_raw else None
     qdrant_url = _url(merged, "QDRANT_URL")
     qdrant_key = (merged.get("QDRANT_API_KEY") or "").strip()
     if qdrant_key and qdrant_url and urlsplit(qdrant_url).scheme != "https" and not _is_loopback(qdrant_url):
@@ -347,12 +363,14 @@ def load_settings(
         query_max_chars=_number(merged, "QUERY_MAX_CHARS", 1000, minimum=1, integer=True),
         database_url=_database_url(merged),
         payload_fields=_payload_fields(merged),
+        retriever=_retriever_spec(merged),
         vector_name=(merged.get("QDRANT_VECTOR_NAME") or "").strip() or None,
         openai_api_key=keys["openai_api_key"],
         openai_base_url=_url(merged, "OPENAI_BASE_URL"),
         gemini_api_key=keys["gemini_api_key"],
         gemini_base_url=_url(merged, "GEMINI_BASE_URL"),
         embedding_dimensions=dimensions,
+        embedding_batch_size=batch_size,
     )
 
 
@@ -371,6 +389,22 @@ def _payload_fields(env: Mapping[str, str]) -> dict[str, Any] | None:
             for k, v in value.items()):
         raise ConfigurationError('PAYLOAD_FIELDS must be a JSON object of role -> payload key (or list of keys), '
                                  'e.g. {"content": "text", "source_url": "url"}', variable="PAYLOAD_FIELDS")
+    return value
+
+
+def _retriever_spec(env: Mapping[str, str]) -> dict[str, Any] | None:
+    """``RETRIEVER_SPEC``: a JSON object, a profile's ``retriever:`` mapping (what ``run --params`` passes on).
+    Unset or empty: the collection answers. Its keys are validated where the retriever is opened."""
+    raw = (env.get("RETRIEVER_SPEC") or "").strip()
+    if not raw:
+        return None
+    try:
+        value = json.loads(raw)
+    except ValueError:
+        value = None
+    if not isinstance(value, dict):
+        raise ConfigurationError('RETRIEVER_SPEC must be a JSON object, e.g. {"kind": "http", "url": '
+                                 '"http://127.0.0.1:8000/search"} (docs/retrievers.md)', variable="RETRIEVER_SPEC")
     return value
 
 

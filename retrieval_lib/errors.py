@@ -22,10 +22,12 @@ a secret: messages name the *variable* (``COHERE_API_KEY``), never its value.
     │   ├── StoreUnavailableError       exit 3  refused, timed out, unreachable
     │   └── StoreLockedError            exit 3  embedded folder held by another process
     ├── DatabaseUnavailableError        exit 3  the metadata database failed (location)
+    ├── RetrieverError                  exit 3  a team's retriever gave no answer (kind, retriever)
     └── EmbeddingError                  exit 3  the embedding service failed (provider, model, status, attempts)
         ├── RateLimitedError            exit 3  429 after bounded retries (+ retry_after)
         ├── AuthenticationError         exit 2  401/403: the key is wrong or lacks access
-        ├── EmbeddingUnavailableError   exit 3  5xx, timeout, connection refused
+        ├── EmbeddingUnavailableError   exit 3  5xx, timeout, connection refused (+ on a timeout: texts, tokens,
+        │                                       timeout, batch_size)
         └── BadEmbeddingResponseError   exit 3  malformed body, wrong count or dimension
 """
 
@@ -36,6 +38,7 @@ from typing import Any, ClassVar
 
 __all__ = [
     "DatabaseUnavailableError",
+    "RetrieverError",
     "RetrievalError",
     "ValidationError",
     "ParamsError",
@@ -284,6 +287,24 @@ class DatabaseUnavailableError(RetrievalError):
         self.location = location
 
 
+class RetrieverError(RetrievalError):
+    """A team's retriever (a profile's ``retriever:``: an HTTP endpoint or a Python function) gave no answer.
+
+    Attributes:
+        kind: the fault (``unreachable``, ``timeout``, ``http 500``, ``not json``, ``no results list``,
+            ``raised ValueError``, ``exited 3``...).
+        retriever: the retriever, described without secrets (``http POST http://127.0.0.1:8000/search``).
+    """
+
+    exit_code = 3
+    field_names = ("kind", "retriever")
+
+    def __init__(self, message: str, *, kind: str, retriever: str) -> None:
+        super().__init__(message)
+        self.kind = kind
+        self.retriever = retriever
+
+
 class EmbeddingError(RetrievalError):
     """The embedding service failed.
 
@@ -328,7 +349,28 @@ class AuthenticationError(EmbeddingError):
 
 
 class EmbeddingUnavailableError(EmbeddingError):
-    """Server error, timeout or connection failure after the bounded retries."""
+    """Server error, timeout or connection failure after the bounded retries.
+
+    When the service took the request but did not answer within ``EMBEDDING_TIMEOUT`` (``timeout`` is set; at a
+    server that is not the vendor's own, after halving the batch down to one text), the error says what was sent:
+
+    Attributes:
+        texts: texts the last request carried, or None (not a timeout).
+        tokens: about how many tokens they hold (a rough estimate), or None.
+        timeout: the seconds one request may take (``EMBEDDING_TIMEOUT``), or None.
+        batch_size: texts per request when it failed (``EMBEDDING_BATCH_SIZE``, or what halving left), or None.
+    """
+
+    field_names = EmbeddingError.field_names + ("texts", "tokens", "timeout", "batch_size")
+
+    def __init__(self, message: str, *, provider: str, model: str, status: int | None = None,
+                 attempts: int | None = None, texts: int | None = None, tokens: int | None = None,
+                 timeout: float | None = None, batch_size: int | None = None) -> None:
+        super().__init__(message, provider=provider, model=model, status=status, attempts=attempts)
+        self.texts = texts
+        self.tokens = tokens
+        self.timeout = timeout
+        self.batch_size = batch_size
 
 
 class BadEmbeddingResponseError(EmbeddingError):

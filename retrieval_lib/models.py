@@ -116,6 +116,9 @@ class SearchResponse(BaseModel):
     execution_time_ms: float
     timestamp: datetime
     warnings: list[str] = Field(default_factory=list)
+    #: why the retriever failed on this query (one line, secrets redacted); None when it answered. A team's
+    #: retriever (retrieval_lib.retrievers) sets it, so an errored question is never read as an empty answer.
+    error: str | None = None
 
     @property
     def is_empty(self) -> bool:

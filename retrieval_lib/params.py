@@ -30,6 +30,7 @@ from __future__ import annotations
 import difflib
 import json
 import os
+import re
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass
 from pathlib import Path
@@ -49,9 +50,11 @@ __all__ = [
 
 #: Profile keys the runner itself uses (never passed to a notebook as such): the profile's name, and the
 #: collection it validates with that collection's ``payload_fields`` (role -> payload key), which reach the
-#: notebooks' kernels as QDRANT_COLLECTION_NAME and PAYLOAD_FIELDS.
-RESERVED_KEYS = frozenset({"profile", "collection", "payload_fields"})
+#: notebooks' kernels as QDRANT_COLLECTION_NAME and PAYLOAD_FIELDS; and the ``retriever`` that answers the
+#: questions (docs/retrievers.md), which reaches them as RETRIEVER_SPEC (header values stay ``${ENV}`` references).
+RESERVED_KEYS = frozenset({"profile", "collection", "payload_fields", "retriever"})
 _SECRET_WORDS = ("api_key", "apikey", "api-key", "token", "secret", "password", "credential")
+_ENV_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
 def resolve_path(path: str | os.PathLike[str]) -> Path:
@@ -112,6 +115,8 @@ class Profile:
             env["QDRANT_COLLECTION_NAME"] = str(self.values["collection"])
         if self.values.get("payload_fields"):
             env["PAYLOAD_FIELDS"] = json.dumps(self.values["payload_fields"])
+        if self.values.get("retriever"):
+            env["RETRIEVER_SPEC"] = json.dumps(self.values["retriever"])
         return env
 
     def for_notebook(self, declared: Iterable[str]) -> dict[str, Any]:
@@ -133,7 +138,9 @@ def _walk(data: Any, prefix: str = "") -> Iterator[tuple[str, Any]]:
 def _refuse_secrets(values: Mapping[str, Any], path: Path, secrets: set[str]) -> None:
     for key, value in _walk(values):
         leaf = key.rsplit(".", 1)[-1].lower()
-        if any(word in leaf for word in _SECRET_WORDS):
+        # a retriever's header or env value written as a ${ENV_NAME} reference names a secret, never holds one
+        reference = isinstance(value, str) and _ENV_REFERENCE.search(value) is not None
+        if any(word in leaf for word in _SECRET_WORDS) and not reference:
             raise ParamsError(
                 f"{path.name} has a parameter {key!r} that looks like a secret; papermill would write it into the "
                 "executed notebook. Put secrets in the environment or .env instead",

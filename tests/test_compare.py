@@ -19,7 +19,7 @@ QUERIES = [f"question {i}" for i in range(10)]
 
 
 def write_run_folder(folder: Path, ranks: dict[str, list[str]], *, status: str = "complete",
-                     gate_passed: bool = True) -> Path:
+                     gate_passed: bool = True, gates: list[dict] | None = None) -> Path:
     """A run folder with a 05 run file: each query's pages in rank order; page ``good`` is relevant."""
     (folder / "runs").mkdir(parents=True)
     (folder / "metrics").mkdir()
@@ -31,7 +31,7 @@ def write_run_folder(folder: Path, ranks: dict[str, list[str]], *, status: str =
            "qrels": {query_id(q): {"/docs/good": 1} for q in ranks}}
     (folder / "runs" / "05_golden_set.json").write_text(json.dumps(doc))
     (folder / "metrics" / "05_golden_set.json").write_text(json.dumps(
-        {"notebook": "05_golden_set", "gates": [{"name": "golden passes", "passed": gate_passed}]}))
+        {"notebook": "05_golden_set", "gates": gates or [{"name": "golden passes", "passed": gate_passed}]}))
     (folder / "summary.json").write_text(json.dumps({"status": status, "profile": "demo"}))
     return folder
 
@@ -63,6 +63,38 @@ def test_degraded_run_exits_1_naming_the_metric_and_worst_queries(runs, capsys):
     out = capsys.readouterr().out
     assert "REGRESSION: 05_golden_set mrr 1.000 -> 0.200" in out and "'question 0' (-1.000)" in out
     assert "gate changed: 05_golden_set 'golden passes': PASS -> FAIL" in out
+
+
+def _p95(target: int, passed: bool) -> dict:
+    return {"id": "latency.p95", "name": f"p95 latency <= {target} ms", "passed": passed, "threshold": target,
+            "unit": "ms"}
+
+
+def test_a_threshold_changed_between_runs_is_the_same_gate_with_a_new_threshold(tmp_path, capsys):
+    golden = {"id": "golden.passes", "name": "at least 4 golden queries pass", "passed": True, "threshold": 4}
+    base = write_run_folder(tmp_path / "a", GOOD, gates=[_p95(1500, True), golden])
+    cand = write_run_folder(tmp_path / "b", GOOD, gates=[_p95(1000, False), golden])
+    changed = compare_runs(base, cand).gates
+    assert [(g.id, g.gate, g.baseline, g.candidate, g.baseline_threshold, g.candidate_threshold)
+            for g in changed] == [("latency.p95", "p95 latency <= 1000 ms", True, False, 1500, 1000)]
+    assert changed[0].line() == ("gate changed: 05_golden_set latency.p95 'p95 latency <= 1000 ms': PASS -> FAIL; "
+                                 "threshold 1500 -> 1000 ms")
+    # a new bar that the run still meets is a change too, reported as the same gate
+    same_verdict = write_run_folder(tmp_path / "c", GOOD, gates=[_p95(1200, True), golden])
+    (g,) = compare_runs(base, same_verdict).gates
+    assert g.line().endswith("'p95 latency <= 1200 ms': PASS; threshold 1500 -> 1200 ms")
+    assert main(["compare", str(base), str(cand), "--json"]) == 0
+    (shown,) = json.loads(capsys.readouterr().out)["gates_changed"]
+    assert (shown["id"], shown["baseline_threshold"], shown["candidate_threshold"]) == ("latency.p95", 1500, 1000)
+
+
+def test_a_baseline_written_before_ids_is_matched_by_name(tmp_path):
+    old = write_run_folder(tmp_path / "old", GOOD, gates=[{"name": "p95 latency <= 1500 ms", "passed": True}])
+    new = write_run_folder(tmp_path / "new", GOOD, gates=[_p95(1500, True)])
+    assert compare_runs(old, new).gates == []
+    failed = write_run_folder(tmp_path / "failed", GOOD, gates=[_p95(1500, False)])
+    assert [(g.gate, g.baseline, g.candidate) for g in compare_runs(old, failed).gates] == [
+        ("p95 latency <= 1500 ms", True, False)]
 
 
 def test_a_large_min_effect_turns_the_same_drop_into_no_regression(runs):

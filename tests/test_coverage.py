@@ -13,7 +13,7 @@ from retrieval_lib.checks.coverage import (
     heading_queries,
     measure_coverage,
     missed_heading_queries,
-    prefix_share,
+    prefix_hits,
     scan_sources,
 )
 
@@ -130,12 +130,12 @@ def test_filtered_searches_are_refused(retriever, cov_store):
         measure_coverage(sources, queries, [])
 
 
-def test_prefix_share_counts_results_in_the_module(retriever):
+def test_prefix_hits_counts_results_in_the_module(retriever):
     response = retriever.search("Gazebo physics simulation of robots with simulated sensors", top_k=4)
     files = [r.source_file for r in response.results]
     expected = sum(f.startswith("module-02-simulation/") for f in files) / 4
-    assert prefix_share(response, "module-02-simulation/") == expected
+    assert prefix_hits(response, "module-02-simulation/").share == expected
     assert expected >= 0.5
-    assert prefix_share(response, "nowhere/") == 0.0
+    assert prefix_hits(response, "nowhere/").share == 0.0
     empty = retriever.search("Gazebo", similarity_threshold=0.999)
-    assert prefix_share(empty, "module-02-simulation/") == 0.0
+    assert prefix_hits(empty, "module-02-simulation/").share == 0.0

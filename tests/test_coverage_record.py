@@ -9,9 +9,10 @@ from responses import answer, hit
 
 from retrieval_lib import Retriever, VectorStore
 from retrieval_lib.checks import coverage
-from retrieval_lib.checks.coverage import CoverageQuery, SourceFile
+from retrieval_lib.checks.coverage import CoverageQuery, SourceFile, prefix_hits
+from retrieval_lib.checks.topics import TopicLanding, TopicStudy
 from retrieval_lib.errors import ValidationError
-from retrieval_lib.params import GoldenQuery, GoldenSet
+from retrieval_lib.params import GoldenQuery, GoldenSet, Topic, TopicSet
 from retrieval_lib.workbook.report import NotebookReport
 
 REACHABLE = "every source file is reachable by a query"
@@ -36,28 +37,36 @@ def primary(*files: str):
     return answer("Gazebo simulation", [hit(0.9 - i / 10, f) for i, f in enumerate(files)])
 
 
-def record(s, lands, tmp_path, *, min_reachable_share=1.0, min_primary_share=0.6):
+def topic(response, prefix: str = "m2/") -> TopicStudy:
+    """The profile's one topic (``primary_query``/``primary_prefix``), landed as ``response`` says."""
+    lands = prefix_hits(response, prefix)
+    one = TopicLanding(response.query_text, prefix, "reviewed", response, lands.hits, lands.results, True)
+    return TopicStudy(TopicSet((Topic(response.query_text, prefix),)), [one], top_k=5)
+
+
+def record(s, lands, tmp_path, *, min_reachable_share=1.0, min_primary_share=0.6, prefix="m2/"):
     report = NotebookReport("03_source_coverage", "t", tmp_path)
-    hits = coverage.record(report, s, lands, primary_prefix="m2/", min_reachable_share=min_reachable_share,
-                           min_primary_share=min_primary_share)
-    return report, {g.name: g for g in report.gates}, hits
+    share = coverage.record(report, s, topics=topic(lands, prefix), min_reachable_share=min_reachable_share,
+                            min_primary_share=min_primary_share)
+    return report, {g.name: g for g in report.gates}, share
 
 
 def test_every_file_reached_and_the_query_in_its_module_pass_with_findings_and_metrics(tmp_path):
-    report, gates, hits = record(study(), primary("m2/b.md", "m2/x.md", "m2/y.md", "m1/a.md"), tmp_path)
+    report, gates, share = record(study(), primary("m2/b.md", "m2/x.md", "m2/y.md", "m1/a.md"), tmp_path)
     assert report.passed and len(gates) == 2
+    assert [g.id for g in report.gates] == ["coverage.reachable", "coverage.topic.gazebo_simulation"]
     assert (gates[REACHABLE].value, gates[REACHABLE].rule, gates[REACHABLE].parameter) == (1.0, ">=",
                                                                                           "min_reachable_share")
     assert gates[REACHABLE].detail == "3/3 files in some query's top-5; none unreachable"
     assert gates[LANDS].value == 0.75 and gates[LANDS].detail == "3/4 results from m2/"
-    assert (hits.hits, hits.results, hits.share) == (3, 4, 0.75)
+    assert share == 0.75
     assert report.findings == [
+        "'Gazebo simulation': 75% of the top 5 from m2/",
         "3 source files (6 chunks); 3 reachable by unfiltered top-5 retrieval",
         "heading queries find their own file in 2 of 4 cases (mean per-file hit rate 0.50); 2 files below 1.0",
         "2 of 3 files are also reached by a query not taken from their own headings (another file's heading or a "
         "golden query)",
         "lowest heading hit rate: m3/c.md (0/1)",
-        "'Gazebo simulation': 75% of the top 5 from m2/",
     ]
     assert report.metrics["missed_heading_queries"] == 2 and report.metrics["unreachable_files"] == []
     assert report.metrics["primary_share"] == 0.75 and report.metrics["queries"] == 5
@@ -77,19 +86,18 @@ def test_an_unreachable_file_fails_the_reachability_gate_and_is_named(tmp_path):
 def test_a_query_landing_elsewhere_fails_the_module_gate(tmp_path):
     _, gates, _ = record(study(), primary("m1/a.md", "m2/b.md", "m3/c.md", "m1/d.md"), tmp_path)
     assert not gates[LANDS].passed and gates[LANDS].value == 0.25 and gates[LANDS].detail == "1/4 results from m2/"
-    _, gates, hits = record(study(), primary(), tmp_path)
-    assert not gates[LANDS].passed and gates[LANDS].detail == "0/0 results from m2/" and hits.share == 0.0
+    _, gates, share = record(study(), primary(), tmp_path)
+    assert not gates[LANDS].passed and gates[LANDS].detail == "0/0 results from m2/" and share == 0.0
 
 
 def test_gate_value_and_detail_count_the_same_results_source_url_included(tmp_path):
     # a URL prefix: no source_file starts with it, only the URL's path does; value and detail must both count it
     by_url = hit(0.9, "m2/b.md", source_url="https://book.example/docs/m2/b")
-    report = NotebookReport("03_source_coverage", "t", tmp_path)
-    hits = coverage.record(report, study(), answer("Gazebo simulation", [by_url, hit(0.5, "m1/a.md")]),
-                           primary_prefix="/docs/m2/", min_reachable_share=1.0, min_primary_share=0.5)
+    report, _, share = record(study(), answer("Gazebo simulation", [by_url, hit(0.5, "m1/a.md")]), tmp_path,
+                              prefix="/docs/m2/", min_primary_share=0.5)
     lands = report.gates[1]
-    assert hits.hits == 1 and lands.passed and lands.value == 0.5 and lands.detail == "1/2 results from /docs/m2/"
-    assert coverage.prefix_share(answer("q", [by_url]), "/docs/m2/") == 1.0
+    assert share == 0.5 and lands.passed and lands.value == 0.5 and lands.detail == "1/2 results from /docs/m2/"
+    assert prefix_hits(answer("q", [by_url]), "/docs/m2/").share == 1.0
 
 
 def test_measure_scans_asks_headings_and_golden_queries_and_judges_each_file():

@@ -107,6 +107,20 @@ def test_fragments_duplicates_and_boilerplate_are_dropped_with_the_reason(drafte
     assert why[("docs/index", "docs/index")] == "boilerplate: a table of contents"
 
 
+def test_a_title_several_pages_share_is_asked_of_none_of_them(emb):
+    """A pipeline that titles pages by file name calls every index.md "Index": the title names no one page, so it
+    is dropped for all six (not kept for the first and failed by 02), each with the reason."""
+    own = lambda word: f"{BODY} This part is about {word} {word} {word} in particular."  # noqa: E731
+    rows = [row for i, part in enumerate(["control", "sensing", "planning", "vision", "hands", "legs"])
+            for row in _page(f"{part}/index", "Index", [(f"{part.title()} Basics", own(part))])]
+    d = draft_collection(_collection(rows + _page("control/pid", "PID Control", []), emb), "book", emb, per_file=5)
+    queries = {k.query for k in d.known}
+    assert "Index" not in queries and "PID Control" in queries
+    why = [x for x in d.dropped if x.text == "Index"]
+    assert len(why) == 6 and {x.reason for x in why} == {"a title 6 pages share: it names none of them"}
+    assert {f"{p.title()} Basics" for p in ("control", "legs")} <= queries  # their headings are still asked
+
+
 def test_per_file_caps_the_queries_of_a_page(emb):
     view = _collection(_book(), emb)
     d = draft_collection(view, "book", emb, per_file=1)

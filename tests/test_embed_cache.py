@@ -93,7 +93,8 @@ def test_documents_are_never_cached(tmp_path):
 def test_cohere_queries_go_in_batches_of_96_and_the_file_holds_no_secret(tmp_path):
     texts = [f"question number {i}" for i in range(250)]
     with FakeCohere(dim=384) as server:
-        inner = CohereEmbedder(KEY, "embed-english-light-v3.0", base_url=server.url, max_retries=0)
+        inner = CohereEmbedder(KEY, "embed-english-light-v3.0", base_url=server.url, max_retries=0,
+                               batch_size=96)  # the fake stands in for Cohere's own API and its limit
         emb = CachedEmbedder(inner, QueryCache(cache_file(tmp_path)))
         emb.prefetch(texts)
         emb.embed_queries(texts[:96])

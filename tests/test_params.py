@@ -156,3 +156,24 @@ def test_a_profile_extends_another_and_overrides_only_what_it_names(tmp_path):
     base.write_text(f"extends: {child}\ntop_k: 5\n", encoding="utf-8")
     with pytest.raises(ParamsError, match="circle"):
         load_profile(child)
+
+
+#: What the cloud profile sets differently from the demo: the seed's figures for Cohere embed v3 and its book, and
+#: runs sized for a Cohere trial key (the values params/cloud.yaml held before it extended demo.yaml).
+CLOUD_OWN = {"profile": "cloud", "candidate_threshold": 0.5, "golden_set": "params/golden/seed004.yaml",
+             "primary_prefix": "/docs/module2-simulation", "repeats": 3, "latency_rounds": 1,
+             "concurrent_queries": 20, "concurrency": 10, "min_points": 500, "api_repeats": 2,
+             "api_concurrency": [10], "api_latency_rounds": 1, "api_max_overhead_ms": 200.0,
+             "judgments": "params/judgments/cloud.yaml"}
+
+
+def test_the_cloud_profile_extends_the_demo_and_names_only_what_differs():
+    import yaml
+
+    own = yaml.safe_load((PROJECT_ROOT / "params" / "cloud.yaml").read_text(encoding="utf-8"))
+    assert own.pop("extends") == "params/demo.yaml"
+    assert own == CLOUD_OWN  # nothing repeated that the demo already says
+    demo, cloud = load_profile(PROJECT_ROOT / "params" / "demo.yaml").values, load_profile(
+        PROJECT_ROOT / "params" / "cloud.yaml").values
+    assert set(cloud) == set(demo)
+    assert {k: v for k, v in cloud.items() if v != demo[k]} == CLOUD_OWN

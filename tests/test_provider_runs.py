@@ -127,14 +127,19 @@ def hashed(name: str) -> Iterator[tuple[Any, Any]]:
     """A remote embedder against its fake serving hashed vectors (no model: batching only)."""
     if name == "cohere":
         with FakeCohere(dim=384) as fake:
-            yield CohereEmbedder(KEY, "embed-english-light-v3.0", base_url=fake.url, max_retries=0), fake
+            # each fake stands in for its vendor's own API: EMBEDDING_BATCH_SIZE at the vendor's limit (at another
+            # base URL the batch would start at a local server's 16: tests/test_embed_batches.py)
+            yield CohereEmbedder(KEY, "embed-english-light-v3.0", base_url=fake.url, max_retries=0,
+                                 batch_size=batch_limit(name)), fake
     elif name == "openai":
         with FakeOpenAI(dim=32) as fake:
             yield OpenAIEmbedder(KEY, "compatible-model", base_url=fake.url + "/v1", dimensions=32,
+                                 batch_size=batch_limit(name),
                                  max_retries=0), fake
     else:
         with FakeGemini(dim=32) as fake:
-            yield GeminiEmbedder(KEY, "compatible-model", base_url=fake.url, dimensions=32, max_retries=0), fake
+            yield GeminiEmbedder(KEY, "compatible-model", base_url=fake.url, dimensions=32, max_retries=0,
+                                 batch_size=batch_limit(name)), fake
 
 
 @pytest.mark.parametrize(("name", "limit"), [("cohere", 96), ("openai", 2048), ("gemini", 100)])

@@ -16,6 +16,7 @@ import sys
 from pathlib import Path
 
 import pytest
+import yaml
 from corpus import DOCS
 from fakes.proxies import direct_env
 from shapes import build, md5_text_url_title
@@ -81,6 +82,10 @@ def test_a_full_run_leaves_a_foreign_collection_exactly_as_it_was(their_store, t
     assert na and all(g["detail"].startswith("not applicable: ") and len(g["detail"]) > 30 for g in na)
     everything = run.stdout + run.stderr + (next((tmp_path / "out").glob("*/index.html")).read_text())
     assert "--recreate" not in everything
+    # 07's size gate judges the collection by its own count (13 points), not by the sample book's 150
+    assert yaml.safe_load(profile.read_text())["min_points"] == 13
+    size = [g for g in summary["gates"] if g["name"] == "at least 13 points"]
+    assert len(size) == 1 and size[0]["passed"] is True
 
 
 def test_ingest_refuses_a_foreign_collection_and_names_the_override(their_store):

@@ -43,6 +43,7 @@ def test_a_full_run_sends_exactly_the_planned_calls_and_reveals_no_key(tmp_path,
             monkeypatch.delenv(name, raising=False)
         env = {"EMBEDDING_PROVIDER": "cohere", "EMBEDDING_MODEL": "embed-english-light-v3.0",
                "COHERE_API_KEY": KEY, "COHERE_BASE_URL": fake.url, "EMBEDDING_MAX_RETRIES": "0",
+               "EMBEDDING_BATCH_SIZE": "96",  # the fake stands in for Cohere's own API (another URL starts at 16)
                "QDRANT_API_KEY": QDRANT_KEY,
                "QDRANT_PATH": str(tmp_path / ".qdrant"), "QDRANT_COLLECTION_NAME": "billbook"}
         for name, value in env.items():

@@ -59,25 +59,13 @@ def test_sync_writes_every_row_then_changes_nothing(db):
 
 def test_sync_converges_from_any_partial_state(db):
     """A killed ingest leaves some rows stale, some missing and some orphaned: one sync fixes all three."""
-    db.sync(PAYLOADS[:8])
-    db.replace_file(PAYLOADS[0]["source_file"], [{**PAYLOADS[0], "title": "stale title"}])
-    db.replace_file("gone/file.md", [make_payload({**SERVICE_DOCS[0], "source_file": "gone/file.md"}, "bow-64")])
+    db.sync([{**PAYLOADS[0], "title": "stale title"}]
+            + [p for p in PAYLOADS[:8] if p["source_file"] != PAYLOADS[0]["source_file"]]
+            + [make_payload({**SERVICE_DOCS[0], "source_file": "gone/file.md"}, "bow-64")])
     summary = db.sync(PAYLOADS)
     assert summary.inserted == len(PAYLOADS) - 8
     assert summary.updated == 1 and summary.deleted == 1
     assert _rows(db) == {p["chunk_id"]: row_from_payload(p) for p in PAYLOADS}
-
-
-def test_replace_file_swaps_one_files_rows_and_delete_file_removes_them(db):
-    db.sync(PAYLOADS)
-    launch = [p for p in PAYLOADS if p["source_file"] == "module-01-ros2/05-launch-files.md"]
-    assert len(launch) == 2
-    written = db.replace_file(launch[0]["source_file"], [{**launch[0], "total_chunks": 1}])
-    assert written == 1
-    rows = _rows(db)
-    assert launch[1]["chunk_id"] not in rows and rows[launch[0]["chunk_id"]]["total_chunks"] == 1
-    assert db.delete_file(launch[0]["source_file"]) == 1
-    assert db.count() == len(PAYLOADS) - 2
 
 
 def test_rows_for_reads_all_hits_in_one_statement(db):

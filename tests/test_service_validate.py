@@ -137,9 +137,10 @@ def test_the_consistency_check_counts_missing_orphan_and_differing_rows(tmp_path
     assert clean.consistent and clean.points == clean.rows == len(SERVICE_DOCS)
 
     payloads = [make_payload(d, "bow-64") for d in SERVICE_DOCS]
-    db.replace_file(payloads[0]["source_file"], [{**payloads[0], "title": "Renamed"}])  # differs
-    db.delete_file(payloads[1]["source_file"])  # a point without its row
-    db.replace_file("gone.md", [{**payloads[2], "chunk_id": "gone.md#0", "source_file": "gone.md"}])  # an orphan
+    drifted = {payloads[0]["source_file"], payloads[1]["source_file"]}
+    db.sync([{**payloads[0], "title": "Renamed"}]  # differs
+            + [p for p in payloads if p["source_file"] not in drifted]  # payloads[1]'s file: a point without its row
+            + [{**payloads[2], "chunk_id": "gone.md#0", "source_file": "gone.md"}])  # an orphan
     broken = meta_check.compare_store(retriever.store, retriever.collection, db)
     assert (broken.points_without_row, broken.rows_without_point, broken.differing_fields) == (1, 1, {"title": 1})
     assert any("Renamed" in e for e in broken.examples) and any("gone.md#0" in e for e in broken.examples)

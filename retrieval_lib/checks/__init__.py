@@ -26,9 +26,17 @@ and figures on a :class:`~retrieval_lib.workbook.NotebookReport`. The registry
 ``ann``               does the HNSW index return what exact search would (11)
 ``chunks``            can the model read every chunk, and do fragments win (12)
 ``judged``            are the top results relevant, as a person judged them (13)
+``book``              does the collection hold the book as it is now: pages never ingested, gone, changed, thin,
+                      near-duplicate chunks (16)
 ``compare``           did retrieval get worse than a baseline run (14); ``compare_stats``: the paired tests;
                       ``compare_views``: its tables, figures and record
+``side_by_side``      does the team's retriever (their chatbot's endpoint or function) retrieve what the
+                      collection holds (15); ``side_by_side_pairs``: its pieces; ``side_by_side_causes``: the
+                      named causes of a difference; ``side_by_side_views``: its tables and figures
 ===================== ===================================================================================
+
+Every gate a check records is defined once in ``gates`` (its stable id, label, parameter and doc text;
+``docs/gates.md`` is generated from it by ``gate_docs``).
 
 Checks use the layers below them (search, stores, embedding, workbook, judging); nothing below imports a
 check. Notebooks import them as ``from retrieval_lib.checks import coverage``.
@@ -37,6 +45,7 @@ check. Notebooks import them as ``from retrieval_lib.checks import coverage``.
 from retrieval_lib.checks import (
     ann,
     api,
+    book,
     chunks,
     compare,
     compare_stats,
@@ -57,11 +66,16 @@ from retrieval_lib.checks import (
     reach_report,
     reachability,
     scores,
+    side_by_side,
+    side_by_side_causes,
+    side_by_side_pairs,
+    side_by_side_views,
     thresholds,
     topics,
 )
 
-__all__ = ["ann", "api", "chunks", "compare", "compare_stats", "compare_views", "consistency", "contract",
+__all__ = ["ann", "api", "book", "chunks", "compare", "compare_stats", "compare_views", "consistency", "contract",
            "contract_diagnosis", "contract_sample", "coverage", "golden", "health", "holdings", "judged", "languages",
            "latency",
-           "offtopic", "query", "reach_report", "reachability", "scores", "thresholds", "topics"]
+           "offtopic", "query", "reach_report", "reachability", "scores", "thresholds", "topics",
+           "side_by_side", "side_by_side_causes", "side_by_side_pairs", "side_by_side_views"]

@@ -14,7 +14,12 @@ Whether the comparison can differ is checked first (:class:`~retrieval_lib.store
 - an engine whose index is not built (a collection below the indexing threshold)
   searches exactly too: recall 1.0 there proves nothing, and the report says so instead of gating;
 - a filtered search matching fewer vectors than ``full_scan_threshold`` KB is a
-  full scan as well: that slice is listed but not gated.
+  full scan as well: that slice is listed but not gated;
+- on a Qdrant server, its telemetry (``GET /telemetry``: plain against HNSW segment searches, counted before and
+  after the whole-collection ANN searches) says how those searches really ran: when none went through HNSW the
+  recall is named a full scan and its gates are not applicable, whatever ``indexed_vectors_count`` claims. The
+  counters are the collection's, so another client searching it meanwhile adds to them; a key that may not read
+  telemetry leaves this check out.
 """
 
 from __future__ import annotations
@@ -23,10 +28,12 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval_lib.checks.gates import ANN_RECALL_MEAN, ANN_RECALL_P5, ANN_SLICES
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.percentile import percentile
 from retrieval_lib.stores import ReadableStore
 from retrieval_lib.stores.base import IndexInfo, exactness
+from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["SliceRecall", "AnnStudy", "measure", "record", "slices_frame", "recall_figure",
@@ -74,6 +81,9 @@ class AnnStudy:
     seed: int
     queries: int = 0
     slices: list[SliceRecall] = field(default_factory=list)
+    #: a server's own count of how the whole-collection ANN searches ran, from its telemetry (``hnsw``, ``plain``,
+    #: ``exact`` segment searches, :meth:`~retrieval_lib.stores.VectorStore.search_counters`); None: not told
+    search_path: dict[str, int] | None = None
 
     @property
     def applicable(self) -> bool:
@@ -146,8 +156,13 @@ def measure(store: ReadableStore, collection: str, *, top_k: int = 10, queries: 
     vectors = [p.vector for p in store.retrieve(collection, [ids[i] for i in chosen], with_vectors=True)]
     study.queries = len(vectors)
     size = store.vector_params(collection)[1]
-    study.slices.append(SliceRecall("whole collection", None, index.points_count,
-                                    _recalls(store, collection, vectors, top_k, hnsw_ef),
+    counters = getattr(store, "search_counters", None)  # a Qdrant server's telemetry; other engines have none
+    before = counters(collection) if callable(counters) else None
+    whole = _recalls(store, collection, vectors, top_k, hnsw_ef)
+    after = counters(collection) if callable(counters) and before is not None else None
+    if before is not None and after is not None:
+        study.search_path = {key: after.get(key, 0) - before.get(key, 0) for key in after}
+    study.slices.append(SliceRecall("whole collection", None, index.points_count, whole,
                                     index.searches_exactly, index.reason))
     by_prefix: dict[str, set[str]] = defaultdict(set)
     counts: dict[str, int] = defaultdict(int)
@@ -180,6 +195,7 @@ def slices_frame(study: AnnStudy, *, decimals: int = 3) -> Any:
                         columns=["slice", "points", "queries", f"mean_recall@{study.top_k}", "min", "p5", "search"])
 
 
+@plain_figure
 def recall_figure(study: AnnStudy, *, min_recall: float) -> Any:
     """Mean recall@k per slice (full-scan slices grey), with the gate's minimum marked."""
     from retrieval_lib.workbook.plots import horizontal_bars
@@ -230,16 +246,32 @@ def record(report: NotebookReport, study: AnnStudy, *, min_recall: float = DEFAU
                        "search on this collection; no recall gate is applied (a larger collection, or a lower "
                        "indexing threshold, builds the index)")
         return
+    path = study.search_path
+    if path is not None and path.get("hnsw", 0) == 0 and path.get("plain", 0) > 0:
+        reason = (f"the server's telemetry counted the {study.queries} ANN searches as {path['plain']} plain "
+                  f"(full-scan) segment searches and none through HNSW, although it reports "
+                  f"{idx.indexed_vectors_count} of {idx.points_count} vectors indexed")
+        report.finding(f"recall@{k} {overall.mean:.3f} was really a full scan: {reason}. ANN and exact were the "
+                       "same search; the recall gates are not applicable (segments below the indexing threshold "
+                       "or still being optimised are searched plainly)")
+        fill_na = {"k": k, "ann_min_recall": min_recall, "ann_min_recall_p5": min_recall_p5}
+        ANN_RECALL_MEAN.not_applicable(report, reason, fill=fill_na)
+        ANN_RECALL_P5.not_applicable(report, reason, fill=fill_na)
+        return
+    if path is not None:
+        report.finding(f"the server's telemetry: the ANN searches ran as {path.get('hnsw', 0)} HNSW and "
+                       f"{path.get('plain', 0)} plain segment searches")
     report.finding(f"whole collection: mean recall@{k} {overall.mean:.3f}, min {overall.min:.3f}, "
                    f"P5 {overall.p5:.3f} over {len(overall.recalls)} sampled stored vectors")
     hint = ("raise hnsw_ef at query time, or rebuild the index with a larger m / ef_construct; for filtered "
             "slices, index the filtered field (payload index) so Qdrant builds filter-aware links")
-    report.gate(f"ANN mean recall@{k} >= {min_recall:g}", overall.mean is not None and overall.mean >= min_recall,
-                value=round(overall.mean or 0.0, 3), threshold=min_recall, rule=">=", parameter="ann_min_recall",
-                hint=hint, detail=f"{len(overall.recalls)} queries, HNSW against exact")
-    report.gate(f"ANN P5 recall@{k} >= {min_recall_p5:g}", overall.p5 is not None and overall.p5 >= min_recall_p5,
-                value=round(overall.p5 or 0.0, 3), threshold=min_recall_p5, rule=">=",
-                parameter="ann_min_recall_p5", hint=hint, detail="the 5th percentile of per-query recall")
+    fill = {"k": k, "ann_min_recall": min_recall, "ann_min_recall_p5": min_recall_p5}
+    ANN_RECALL_MEAN.record(report, overall.mean is not None and overall.mean >= min_recall, fill=fill,
+                           value=round(overall.mean or 0.0, 3), threshold=min_recall, rule=">=", hint=hint,
+                           detail=f"{len(overall.recalls)} queries, HNSW against exact")
+    ANN_RECALL_P5.record(report, overall.p5 is not None and overall.p5 >= min_recall_p5, fill=fill,
+                         value=round(overall.p5 or 0.0, 3), threshold=min_recall_p5, rule=">=", hint=hint,
+                         detail="the 5th percentile of per-query recall")
     gated = [s for s in study.slices if s.prefix is not None and s.recalls and not s.searches_exactly]
     for s in study.slices:
         if s.prefix is not None and s.searches_exactly:
@@ -247,7 +279,6 @@ def record(report: NotebookReport, study: AnnStudy, *, min_recall: float = DEFAU
     if gated:
         worst = min(gated, key=lambda s: s.mean or 0.0)
         failing = [s.name for s in gated if (s.mean or 0.0) < min_recall]
-        report.gate(f"every filtered slice's mean recall@{k} >= {min_recall:g}", not failing,
-                    value=round(worst.mean or 0.0, 3), threshold=min_recall, rule=">=", parameter="ann_min_recall",
-                    hint=hint, detail=(f"worst slice {worst.name}" + (f"; below: {', '.join(failing)}" if failing
-                                                                     else "")))
+        ANN_SLICES.record(report, not failing, fill=fill, value=round(worst.mean or 0.0, 3), threshold=min_recall,
+                          rule=">=", hint=hint,
+                          detail=f"worst slice {worst.name}" + (f"; below: {', '.join(failing)}" if failing else ""))

@@ -33,6 +33,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from retrieval_lib.checks.gates import CHUNKS_FRAGMENT_WINS, CHUNKS_FRAGMENTS, CHUNKS_UNSEEN
 from retrieval_lib.errors import ValidationError
 
 if TYPE_CHECKING:
@@ -247,21 +248,21 @@ def record(report: NotebookReport, study: ChunkStudy, answered: int, wins: Seque
     report.metric("fragments", len(study.fragments), "chunks")
     report.metric("fragment_share", frag_share, "share")
     report.metric("fragment_win_rate", win_rate, "share")
-    report.gate("share of text past the model window", unseen <= max_unseen_share, value=round(unseen, 4),
-                threshold=max_unseen_share, rule="<=", unit="share", parameter="max_unseen_share",
-                detail=f"{unseen:.1%} of the text past the {study.window}-token window (at most "
-                       f"{max_unseen_share:.1%}); {len(past)} chunks too long",
-                hint="re-chunk so every chunk fits the window minus its title line (split long code and lists)")
-    report.gate("fragment share", frag_share <= max_fragment_share, value=round(frag_share, 4),
-                threshold=max_fragment_share, rule="<=", unit="share", parameter="max_fragment_share",
-                detail=f"{len(study.fragments)} of {len(study.chunks)} chunks are fragments ({frag_share:.1%}, "
-                       f"at most {max_fragment_share:.1%})",
-                hint="fold heading-only and lead-in chunks into their neighbours when chunking")
-    report.gate("fragment win rate", win_rate <= max_fragment_win_rate, value=round(win_rate, 4),
-                threshold=max_fragment_win_rate, rule="<=", unit="share", parameter="max_fragment_win_rate",
-                detail=f"a fragment beat its own section's full chunk for {len(displaced)} of {answered} queries "
-                       f"({win_rate:.1%}, at most {max_fragment_win_rate:.1%})",
-                hint="the fragments in the wins table answer nothing: merge them with their section's text")
+    CHUNKS_UNSEEN.record(
+        report, unseen <= max_unseen_share, value=round(unseen, 4), threshold=max_unseen_share, rule="<=",
+        unit="share", detail=f"{unseen:.1%} of the text past the {study.window}-token window (at most "
+                             f"{max_unseen_share:.1%}); {len(past)} chunks too long",
+        hint="re-chunk so every chunk fits the window minus its title line (split long code and lists)")
+    CHUNKS_FRAGMENTS.record(
+        report, frag_share <= max_fragment_share, value=round(frag_share, 4), threshold=max_fragment_share,
+        rule="<=", unit="share", detail=f"{len(study.fragments)} of {len(study.chunks)} chunks are fragments "
+                                        f"({frag_share:.1%}, at most {max_fragment_share:.1%})",
+        hint="fold heading-only and lead-in chunks into their neighbours when chunking")
+    CHUNKS_FRAGMENT_WINS.record(
+        report, win_rate <= max_fragment_win_rate, value=round(win_rate, 4), threshold=max_fragment_win_rate,
+        rule="<=", unit="share", detail=f"a fragment beat its own section's full chunk for {len(displaced)} of "
+                                        f"{answered} queries ({win_rate:.1%}, at most {max_fragment_win_rate:.1%})",
+        hint="the fragments in the wins table answer nothing: merge them with their section's text")
     worst = f"; the longest is {past[0].read} tokens ({past[0].source_file}, {past[0].unseen_share:.0%} unseen)" \
         if past else ""
     report.finding(f"{len(past)} of {len(study.chunks)} chunks are longer than the {study.window}-token window, "

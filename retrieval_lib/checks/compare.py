@@ -8,7 +8,10 @@ Each run folder keeps its notebooks' run files (:mod:`retrieval_lib.workbook.run
   the paired test's p-value (ranx ``compare``), and the smallest change the judged queries can detect;
 - per query: the metric deltas, and for every shared query (judged or not) RBO (p = 0.9) and Jaccard of the
   chunk ids, and whether the top-1 chunk (and its source file) changed;
-- gates whose pass/fail status changed; a KS test of the in-domain and out-of-domain top-1 scores (02).
+- gates whose pass/fail status or threshold changed, matched by their stable id (``"latency.p95"``, see
+  :mod:`retrieval_lib.workbook.gates`; by name for run folders written before ids existed), so a threshold changed
+  between the runs shows as the same gate with a new threshold; a KS test of the in-domain and out-of-domain
+  top-1 scores (02).
 
 Verdict (:attr:`Comparison.exit_code`): 1 when some metric is worse with p < ``alpha`` AND |delta| >=
 ``min_effect``, else 0. Runs that asked different FIXED query sets (from params files) raise
@@ -33,23 +36,36 @@ from retrieval_lib.errors import ConfigurationError, RunsNotComparableError, Val
 from retrieval_lib.workbook.registry import notebook_spec
 from retrieval_lib.workbook.runfiles import RUNS_FOLDER, RunFile, read_runs
 
-__all__ = ["DEFAULT_METRICS", "RunInfo", "MetricDelta", "QueryChange", "GateChange", "Comparison", "load_run",
-           "find_baseline", "compare_runs", "SELF"]
+__all__ = ["DEFAULT_METRICS", "RunInfo", "RunGate", "MetricDelta", "QueryChange", "GateChange", "Comparison",
+           "load_run", "find_baseline", "compare_runs", "SELF"]
 
 DEFAULT_METRICS = ("ndcg@5", "mrr", "hit_rate@5")
 #: This check's own notebook: its gates are never compared.
 SELF = notebook_spec("compare").stem
 
 
+@dataclass(frozen=True)
+class RunGate:
+    """One gate of a run folder's ``metrics/*.json``: its stable id ("" in a run written before ids), its label,
+    whether it passed and the bar it was held to."""
+
+    notebook: str
+    id: str
+    name: str
+    passed: bool | None
+    threshold: Any = None
+    unit: str = ""
+
+
 @dataclass
 class RunInfo:
-    """A run folder as a comparison reads it: its run files and its gates (``{(notebook, gate): passed}``)."""
+    """A run folder as a comparison reads it: its run files and its gates (notebook 14's own excepted)."""
 
     path: Path
     profile: str | None
     status: str | None
     runs: dict[str, RunFile]
-    gates: dict[tuple[str, str], bool | None]
+    gates: list[RunGate]
 
     @property
     def name(self) -> str:
@@ -75,11 +91,12 @@ def load_run(path: str | os.PathLike[str]) -> RunInfo:
     summary: dict[str, Any] = {}
     if (folder / "summary.json").is_file():
         summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
-    gates: dict[tuple[str, str], bool | None] = {}
+    gates: list[RunGate] = []
     for m in sorted((folder / "metrics").glob("*.json")):
         data = json.loads(m.read_text(encoding="utf-8"))
         if data.get("notebook") != SELF:
-            gates.update({(data.get("notebook", m.stem), g["name"]): g["passed"] for g in data.get("gates", [])})
+            gates += [RunGate(data.get("notebook", m.stem), str(g.get("id") or ""), g["name"], g["passed"],
+                              g.get("threshold"), g.get("unit") or "") for g in data.get("gates", [])]
     return RunInfo(path=folder, profile=summary.get("profile"), status=summary.get("status"),
                    runs=read_runs(folder), gates=gates)
 
@@ -155,10 +172,66 @@ class QueryChange:
 
 @dataclass
 class GateChange:
+    """A gate whose status or threshold differs between the runs (None: the gate is absent from that run).
+
+    ``gate`` is its label in the candidate (else the baseline), ``id`` its stable id ("" for a run written before
+    ids existed: matched by name).
+    """
+
     notebook: str
     gate: str
     baseline: bool | None
     candidate: bool | None
+    id: str = ""
+    baseline_threshold: Any = None
+    candidate_threshold: Any = None
+    unit: str = ""
+
+    @property
+    def threshold_changed(self) -> bool:
+        """Both runs held the gate to a bar, and not the same one."""
+        return None not in (self.baseline_threshold, self.candidate_threshold) and (
+            self.baseline_threshold != self.candidate_threshold)
+
+    def line(self) -> str:
+        """``gate changed: 06_latency latency.p95 'p95 latency <= 1000 ms': PASS; threshold 1500 -> 1000 ms``."""
+        status = (f"{_status(self.baseline)} -> {_status(self.candidate)}" if self.baseline != self.candidate
+                  else _status(self.candidate))
+        unit = f" {self.unit}" if self.unit else ""
+        bar = (f"; threshold {self.baseline_threshold} -> {self.candidate_threshold}{unit}" if self.threshold_changed
+               else "")
+        return f"gate changed: {self.notebook} {self.id + ' ' if self.id else ''}{self.gate!r}: {status}{bar}"
+
+
+def _status(passed: bool | None) -> str:
+    return "absent" if passed is None else "PASS" if passed else "FAIL"
+
+
+def _pair_gates(baseline: list[RunGate], candidate: list[RunGate]) -> list[tuple[RunGate | None, RunGate | None]]:
+    """The two runs' gates side by side: the same notebook and id, or, where either run was written before ids
+    existed, the same notebook and name. A gate of one run alone is paired with None."""
+    pairs: list[tuple[RunGate | None, RunGate | None]] = []
+    left = list(baseline)
+    for c in candidate:
+        match = next((b for b in left if b.notebook == c.notebook and b.id and b.id == c.id), None) or next(
+            (b for b in left if b.notebook == c.notebook and (not b.id or not c.id) and b.name == c.name), None)
+        if match is not None:
+            left.remove(match)
+        pairs.append((match, c))
+    return pairs + [(b, None) for b in left]
+
+
+def _gate_changes(b: RunInfo, c: RunInfo) -> list[GateChange]:
+    out = []
+    for gb, gc in _pair_gates(b.gates, c.gates):
+        either = gc or gb
+        assert either is not None  # a pair holds one gate at least
+        change = GateChange(either.notebook, either.name, gb.passed if gb else None, gc.passed if gc else None,
+                            id=either.id, baseline_threshold=gb.threshold if gb else None,
+                            candidate_threshold=gc.threshold if gc else None, unit=either.unit)
+        if change.baseline != change.candidate or change.threshold_changed:  # a gate of one run: when it was judged
+            out.append(change)
+    return sorted(out, key=lambda g: (g.notebook, g.id or g.gate))
 
 
 @dataclass
@@ -328,9 +401,7 @@ def compare_runs(baseline: str | os.PathLike[str] | RunInfo, candidate: str | os
                 settings[f"{nb} {key}" if key == "top_k" else key] = (rb.settings.get(key), rc.settings.get(key))
         deltas += _metric_deltas(nb, rb, rc, tuple(metrics), alpha=alpha, min_effect=min_effect, test=test)
         changes += _query_changes(nb, rb, rc)
-    gate_names = sorted(set(b.gates) | set(c.gates))
-    gates = [GateChange(nb, g, b.gates.get((nb, g)), c.gates.get((nb, g))) for nb, g in gate_names
-             if b.gates.get((nb, g)) != c.gates.get((nb, g))]
+    gates = _gate_changes(b, c)
     shifts = []
     scores_nb = notebook_spec("score_distributions").stem
     if scores_nb in common:

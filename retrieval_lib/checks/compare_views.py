@@ -7,7 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_lib.checks.compare import Comparison, MetricDelta, compare_runs, find_baseline
+from retrieval_lib.checks.gates import COMPARE_REGRESSION
 from retrieval_lib.errors import RunsNotComparableError
+from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["record_findings", "metrics_frame", "changed_queries_frame", "side_by_side", "worse_rankings",
@@ -55,7 +57,7 @@ def record_findings(report: NotebookReport, cmp: Comparison) -> None:
                        f"file); mean RBO {sum(x.rbo for x in q) / len(q):.3f}, mean Jaccard@k "
                        f"{sum(x.jaccard for x in q) / len(q):.3f}")
     for g in cmp.gates:
-        report.finding(f"gate changed: {g.notebook} {g.gate!r}: {_status(g.baseline)} -> {_status(g.candidate)}")
+        report.finding(g.line())
     for s in cmp.shifts:
         report.finding(f"{s.kind} top-1 scores: median {s.baseline_median:.3f} -> {s.candidate_median:.3f}, KS "
                        f"statistic {s.statistic:.3f}, p {s.p_value:.3g}"
@@ -70,10 +72,6 @@ def record_findings(report: NotebookReport, cmp: Comparison) -> None:
     report.metric("mean_rbo", sum(x.rbo for x in q) / len(q) if q else math.nan)
     for m in cmp.metrics:
         report.metric(f"delta {m.notebook[:2]} {m.metric}", m.delta)
-
-
-def _status(passed: bool | None) -> str:
-    return "absent" if passed is None else "PASS" if passed else "FAIL"
 
 
 def metrics_frame(cmp: Comparison | None, *, decimals: int = 3):
@@ -144,6 +142,7 @@ def worse_rankings(cmp: Comparison | None, *, limit: int = 3) -> dict[str, Any]:
     return out
 
 
+@plain_figure
 def delta_figure(cmp: Comparison | None, metric: str | None = None):
     """Per-query deltas of one metric (default: the first) per notebook, with the mean and its 95% interval."""
     import matplotlib.pyplot as plt
@@ -184,8 +183,7 @@ def text_report(cmp: Comparison) -> str:
         q = cmp.queries
         lines += ["", f"{sum(x.top1_changed for x in q)} of {len(q)} shared queries changed their top-1 chunk; "
                       f"mean RBO {sum(x.rbo for x in q) / len(q):.3f}"]
-    lines += [f"gate changed: {g.notebook} {g.gate!r}: {_status(g.baseline)} -> {_status(g.candidate)}"
-              for g in cmp.gates]
+    lines += [g.line() for g in cmp.gates]
     lines += [f"{s.kind} top-1 scores: KS statistic {s.statistic:.3f}, p {s.p_value:.3g}" for s in cmp.shifts]
     lines += cmp.notes
     return "\n".join(lines)
@@ -195,12 +193,12 @@ def record(report: NotebookReport, comparison: Comparison) -> None:
     """Record notebook 14's gate (no significant regression), findings and metrics."""
     cmp = comparison
     worst = [f"{cmp.text(m.notebook, q)!r}" for m in cmp.regressions for q, _ in m.worst()]
-    report.gate("no metric significantly worse than the baseline", not cmp.regressions,
-                value=len(cmp.regressions), threshold=0, rule="==", unit="metrics", parameter="min_effect",
-                hint=(f"retrieval got worse than {cmp.baseline.name} on {', '.join(dict.fromkeys(worst))}: read "
-                      "their rankings side by side in the changed-queries table; if the change is intended, make "
-                      "this run the new baseline"),
-                detail=cmp.verdict())
+    COMPARE_REGRESSION.record(
+        report, not cmp.regressions, value=len(cmp.regressions), threshold=0, rule="==", unit="metrics",
+        hint=(f"retrieval got worse than {cmp.baseline.name} on {', '.join(dict.fromkeys(worst))}: read "
+              "their rankings side by side in the changed-queries table; if the change is intended, make "
+              "this run the new baseline"),
+        detail=cmp.verdict())
     record_findings(report, cmp)
 
 

@@ -22,20 +22,17 @@ import math
 from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass
 
+from retrieval_lib.checks.gates import CONSISTENCY_PHASE, CONSISTENCY_PHASES
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.search import SCORE_TOLERANCE, same_ranking
+from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.report import NotebookReport
 from retrieval_lib.workbook.runfiles import write_run
 
 __all__ = ["jaccard", "rbo", "kendall_tau_shared", "RankingComparison", "compare_rankings",
            "repeat_search", "phase_runs", "consistency_frame", "summarise_by_query", "min_adjacent_gap",
-           "exact_score_diffs", "failing", "rbo_figure", "record", "PHASE_GATES"]
-
-#: The gate each standard phase answers (a phase not listed gets ``"identical: <phase>"``).
-PHASE_GATES: dict[str, str] = {"repeat": "identical across {repeats} repeats",
-                               "fresh client": "identical through a fresh client",
-                               "search_many": "search_many agrees with search"}
+           "exact_score_diffs", "failing", "rbo_figure", "record"]
 
 
 def jaccard(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
@@ -284,6 +281,7 @@ def failing(frame, phase: str) -> list[str]:
     return sorted(set(part.loc[~part["identical"], "query"]))
 
 
+@plain_figure
 def rbo_figure(frame, queries: Sequence[str], *, tolerance: float = SCORE_TOLERANCE):
     """Queries x runs: RBO against the reference, ``"="`` where the run is identical."""
     from retrieval_lib.workbook.plots import annotated_heatmap
@@ -307,7 +305,8 @@ def record(report: NotebookReport, frame, per_query, *, repeats: int, tolerance:
            reference: Mapping[str, SearchResponse] | None = None) -> dict[str, list[str]]:
     """Record notebook 04's gates, findings and metrics on ``report`` (a NotebookReport).
 
-    One gate per phase of ``frame`` (:func:`consistency_frame`; names from :data:`PHASE_GATES`):
+    One gate per phase of ``frame`` (:func:`consistency_frame`; the standard phases' gates are
+    :data:`~retrieval_lib.checks.gates.CONSISTENCY_PHASES`, another phase's is ``"identical: <phase>"``):
     every run of the phase identical to its query's reference (:func:`failing` is empty).
     ``per_query`` is :func:`summarise_by_query` with ``reference`` (for ``min_adjacent_gap``).
 
@@ -318,12 +317,15 @@ def record(report: NotebookReport, frame, per_query, *, repeats: int, tolerance:
     for phase in dict.fromkeys(frame["phase"]):
         bad = failures[phase] = failing(frame, phase)
         part = frame[frame["phase"] == phase]
-        report.gate(PHASE_GATES.get(phase, f"identical: {phase}").format(repeats=repeats), not bad,
-                    value=len(bad), threshold=0, rule="==", unit="queries",
-                    hint=f"compare the listed queries' runs in the comparisons table; raise `score_tolerance` "
-                         f"({tolerance:g}) only if they differ by float noise, not in ids or order",
-                    detail=(f"{len(part)} runs of {part['query'].nunique()} queries: ids, order and scores within "
-                            f"{tolerance:g} of the first run" if not bad else "differs: " + ", ".join(map(repr, bad))))
+        standard = CONSISTENCY_PHASES.get(phase)
+        gate, item = (standard, None) if standard else (CONSISTENCY_PHASE, phase)
+        gate.record(
+            report, not bad, fill={"repeats": repeats, "phase": phase}, item=item, value=len(bad), threshold=0,
+            rule="==", unit="queries",
+            hint=f"compare the listed queries' runs in the comparisons table; raise `score_tolerance` "
+                 f"({tolerance:g}) only if they differ by float noise, not in ids or order",
+            detail=(f"{len(part)} runs of {part['query'].nunique()} queries: ids, order and scores within "
+                    f"{tolerance:g} of the first run" if not bad else "differs: " + ", ".join(map(repr, bad))))
     identical, queries = int(frame["identical"].sum()), frame["query"].nunique()
     report.finding(f"{identical} of {len(frame)} runs identical to their query's first run "
                    f"({queries} queries, {repeats} repeats, a fresh client, one search_many pass)")

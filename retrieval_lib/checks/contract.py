@@ -39,6 +39,7 @@ import numpy as np
 
 from retrieval_lib.checks.contract_diagnosis import Diagnosis, diagnose
 from retrieval_lib.checks.contract_sample import sample_points
+from retrieval_lib.checks.gates import CONTRACT_COSINE, CONTRACT_SELF_RETRIEVAL
 from retrieval_lib.checks.thresholds import wilson
 from retrieval_lib.collection.ours import embedded_form, embedded_text, row_cosines
 from retrieval_lib.embedding.base import embed_as, input_types_of
@@ -46,6 +47,7 @@ from retrieval_lib.embedding.providers import Embedder
 from retrieval_lib.errors import ModelMismatchError, ValidationError
 from retrieval_lib.search import ensure_compatible
 from retrieval_lib.stores import ReadableStore
+from retrieval_lib.workbook.plots import plain_figure
 
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport
@@ -407,24 +409,24 @@ def record(report: NotebookReport, result: ProbeResult, *, max_self_retrieval_dr
         raise ValidationError("max_self_retrieval_drop must lie in [0, 1] "
                               f"(got {max_self_retrieval_drop!r})", field="max_self_retrieval_drop")
     r, d = result, result.diagnosis
-    report.gate("re-embedded chunks match their stored vectors", r.passed, value=round(r.lowest_cosine, 4),
-                threshold=r.min_cosine, rule=">=", unit="cosine", parameter="contract_min_cosine",
-                hint=d.hint if d else "no sampled point could be read: is the collection empty?",
-                detail=f"lowest cosine {r.lowest_cosine:.3f}, median {r.median_cosine:.3f} over {r.sample} points of "
-                       f"{r.files} files" + (f"; diagnosis: {d.cause}" if d else "")
-                       + (f" ({d.mistake})" if d and d.mistake else ""))
-    name = "stored vectors retrieve their chunks as well as fresh re-embeddings"
+    CONTRACT_COSINE.record(
+        report, r.passed, value=round(r.lowest_cosine, 4), threshold=r.min_cosine, rule=">=", unit="cosine",
+        hint=d.hint if d else "no sampled point could be read: is the collection empty?",
+        detail=f"lowest cosine {r.lowest_cosine:.3f}, median {r.median_cosine:.3f} over {r.sample} points of "
+               f"{r.files} files" + (f"; diagnosis: {d.cause}" if d else "")
+               + (f" ({d.mistake})" if d and d.mistake else ""))
     if not r.sample_judged:
-        report.not_applicable(name, f"{r.sample} sampled chunks, no more than the top {r.top_k}: every chunk is in "
-                              "every top k of the sample", parameter="max_self_retrieval_drop")
+        CONTRACT_SELF_RETRIEVAL.not_applicable(report, f"{r.sample} sampled chunks, no more than the top {r.top_k}: "
+                                                       "every chunk is in every top k of the sample")
     else:
         stored, fresh = r.hits("stored_share"), r.hits("fresh_share")
-        report.gate(name, r.self_retrieval_drop <= max_self_retrieval_drop, value=round(r.self_retrieval_drop, 4),
-                    threshold=max_self_retrieval_drop, rule="<=", unit="share", parameter="max_self_retrieval_drop",
-                    hint="the stored vectors do not meet the queries the configured embedder makes: another model, "
-                         "input type or text built them (see the cosine gate and its diagnosis)",
-                    detail=f"{stored}/{r.sample} first sentences rank their chunk's stored vector in the top "
-                           f"{r.top_k} of the sample, {fresh}/{r.sample} its fresh re-embedding")
+        CONTRACT_SELF_RETRIEVAL.record(
+            report, r.self_retrieval_drop <= max_self_retrieval_drop, value=round(r.self_retrieval_drop, 4),
+            threshold=max_self_retrieval_drop, rule="<=", unit="share",
+            hint="the stored vectors do not meet the queries the configured embedder makes: another model, "
+                 "input type or text built them (see the cosine gate and its diagnosis)",
+            detail=f"{stored}/{r.sample} first sentences rank their chunk's stored vector in the top "
+                   f"{r.top_k} of the sample, {fresh}/{r.sample} its fresh re-embedding")
     report.finding(f"dimension {r.dimension} and model_version {', '.join(r.models_found) or '(none)'} match the "
                    f"embedder ({r.provider} / {r.model}); the vectors themselves: median cosine {r.median_cosine:.3f}, "
                    f"lowest {r.lowest_cosine:.3f} (gate {r.min_cosine:g})")
@@ -475,6 +477,7 @@ def rows_frame(result: ProbeResult, *, decimals: int = 3):
     return frame
 
 
+@plain_figure
 def self_retrieval_figure(result: ProbeResult):
     """The self-retrieval shares with their Wilson 95% intervals: in the sample by stored vectors and by fresh
     re-embeddings (the gated pair), and in the whole collection (own chunk, own file: the book's own property)."""
@@ -499,6 +502,7 @@ def self_retrieval_figure(result: ProbeResult):
     return fig
 
 
+@plain_figure
 def cosine_figure(result: ProbeResult):
     """Left: the distribution of cosines, the gate marked. Right: cosine against the tokens embedded, the model's
     token limit marked (low cosines only past the limit point at truncation)."""

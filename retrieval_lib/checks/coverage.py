@@ -30,16 +30,18 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
+from retrieval_lib.checks.gates import COVERAGE_REACHABLE
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.params import GoldenSet
 from retrieval_lib.stores import ReadableStore
 from retrieval_lib.stores.scan import Columns, read_columns
+from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.report import NotebookReport
 from retrieval_lib.workbook.runfiles import write_run
 
 __all__ = ["SourceFile", "CoverageQuery", "FileCoverage", "scan_sources", "tally_sources", "heading_queries",
-           "build_queries", "measure_coverage", "coverage_frame", "missed_heading_queries", "prefix_share",
+           "build_queries", "measure_coverage", "coverage_frame", "missed_heading_queries",
            "PrefixHits", "prefix_hits", "CoverageStudy", "measure", "inventory_frame",
            "hit_rate_figure", "record", "SCAN_FIELDS"]
 
@@ -279,11 +281,6 @@ def prefix_hits(response: SearchResponse, prefix: str) -> PrefixHits:
     return PrefixHits(prefix=prefix, hits=hits, results=len(response.results))
 
 
-def prefix_share(response: SearchResponse, prefix: str) -> float:
-    """:attr:`PrefixHits.share` of :func:`prefix_hits` (0.0 when the response is empty)."""
-    return prefix_hits(response, prefix).share
-
-
 @dataclass(frozen=True)
 class CoverageStudy:
     """One coverage pass: the files, the queries asked, their unfiltered top-k, and the verdict per file.
@@ -344,6 +341,7 @@ def inventory_frame(sources: Sequence[SourceFile]):
                          for s in sources], columns=["source_file", "title", "chunks", "headings"])
 
 
+@plain_figure
 def hit_rate_figure(study: CoverageStudy):
     """Each file's heading-query hit rate as a bar (best first; red: unreachable), with ``hits/queries``."""
     from retrieval_lib.workbook.plots import horizontal_bars
@@ -357,42 +355,21 @@ def hit_rate_figure(study: CoverageStudy):
         title=f"Heading-query hit rate per file (red: unreachable by any of {len(study.queries)} queries)")
 
 
-def record(report: NotebookReport, study: CoverageStudy, primary: SearchResponse | None = None, *,
-           primary_prefix: str | None = None, min_reachable_share: float, min_primary_share: float,
-           topics: Any = None) -> PrefixHits | float:
+def record(report: NotebookReport, study: CoverageStudy, *, topics: Any, min_reachable_share: float,
+           min_primary_share: float) -> float:
     """Record notebook 03's gates (seed 000 SC-003 reachability, SC-007 module), findings and metrics.
 
     The module gate comes from ``topics`` (a :class:`~retrieval_lib.checks.topics.TopicStudy`: the profile's
-    primary query, or a drafted topics file) when given, and returns its share; else from ``primary`` and
-    ``primary_prefix``, whose value and detail both come from one :func:`prefix_hits`, which is returned.
+    primary query, or a drafted topics file); returns the share it judged.
     """
     files, k, unreachable = study.files, study.top_k, study.unreachable
     reachable = len(files) - len(unreachable)
-    report.gate("every source file is reachable by a query", study.reachable_share >= min_reachable_share,
-                value=round(study.reachable_share, 4), threshold=min_reachable_share, rule=">=", unit="share",
-                parameter="min_reachable_share",
-                detail=(f"{reachable}/{len(files)} files in some query's top-{k}; "
-                        + ("unreachable: " + ", ".join(unreachable) if unreachable else "none unreachable")))
-    landed: PrefixHits | float
-    deferred = None
-    if topics is not None:
-        landed = share = topics.record(report, min_primary_share=min_primary_share)
-    else:
-        if primary is None or primary_prefix is None:
-            raise ValidationError("coverage.record needs topics, or primary and primary_prefix", field="topics")
-        lands = landed = prefix_hits(primary, primary_prefix)
-        share = lands.share
-        name = f"{primary.query_text!r} lands in {primary_prefix}"
-        if files and not lands.hits and not any(c.path.startswith(primary_prefix) for c in files):
-            report.not_applicable(name, f"no source file of this collection starts with {primary_prefix!r}: the "
-                                        "topic query and its module describe another book (set primary_query and "
-                                        "primary_prefix for this one)", parameter="primary_prefix")
-        else:
-            report.gate(name, lands.share >= min_primary_share,
-                        value=round(lands.share, 4), threshold=min_primary_share, rule=">=", unit="share",
-                        parameter="min_primary_share",
-                        detail=f"{lands.hits}/{lands.results} results from {primary_prefix}")
-        deferred = f"{primary.query_text!r}: {lands.share:.0%} of the top {k} from {primary_prefix}"
+    COVERAGE_REACHABLE.record(
+        report, study.reachable_share >= min_reachable_share, value=round(study.reachable_share, 4),
+        threshold=min_reachable_share, rule=">=", unit="share",
+        detail=(f"{reachable}/{len(files)} files in some query's top-{k}; "
+                + ("unreachable: " + ", ".join(unreachable) if unreachable else "none unreachable")))
+    share = topics.record(report, min_primary_share=min_primary_share)
     mean_hit = sum(c.heading_hit_rate for c in files) / len(files) if files else 0.0
     weak = sum(c.heading_hit_rate < 1.0 for c in files)
     independent = sum(bool(c.reached_by_others) for c in files)
@@ -408,8 +385,6 @@ def record(report: NotebookReport, study: CoverageStudy, primary: SearchResponse
     if files:  # the file whose own headings most often miss it
         least = min(files, key=lambda c: (c.heading_hit_rate, c.path))
         report.finding(f"lowest heading hit rate: {least.path} ({least.hits_of_queries})")
-    if deferred:
-        report.finding(deferred)
     for name, value in (("source_files", len(files)), ("chunks", sum(c.chunks for c in files)),
                         ("queries", len(study.queries)), ("reachable_files", reachable),
                         ("reachable_share", study.reachable_share), ("unreachable_files", unreachable),
@@ -418,4 +393,4 @@ def record(report: NotebookReport, study: CoverageStudy, primary: SearchResponse
         report.metric(name, value)
     write_run(report, study.responses, kinds=[q.origin for q in study.queries], top_k=k, query_set="derived",
               qrels=[(q.text, q.owner) for q in study.queries if q.owner], qrels_level="source_file")
-    return landed
+    return share

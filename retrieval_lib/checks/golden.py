@@ -43,10 +43,12 @@ from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from retrieval_lib.checks.gates import GOLDEN_NEGATIVES, GOLDEN_PASSES
 from retrieval_lib.checks.health import PayloadScan, record_completeness
 from retrieval_lib.models import SearchResponse, SearchResult
 from retrieval_lib.params import GoldenQuery, GoldenSet, NegativeQuery, load_golden_set
 from retrieval_lib.search import Retriever
+from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.runfiles import write_run
 
 if TYPE_CHECKING:
@@ -295,23 +297,24 @@ def record(report: NotebookReport, validation: ValidationReport, scan: PayloadSc
     gold, extra, negs = v.of_kind("golden"), v.of_kind("extra"), v.of_kind("negative")
     absent = golden_absent(v)
     if absent:
-        report.not_applicable("the golden queries pass", absent)
-        report.not_applicable("every negative returns nothing relevant", absent)
+        GOLDEN_PASSES.not_applicable(report, absent)
+        GOLDEN_NEGATIVES.not_applicable(report, absent)
         record_completeness(report, scan, min_metadata_completeness)
         report.finding(f"golden set: {absent}")
         return
-    report.gate(f"at least {v.required_passes} golden queries pass", v.passed_queries >= v.required_passes,
-                value=v.passed_queries, threshold=v.required_passes, rule=">=", unit="queries",
-                hint=golden_hint(v),
-                detail=f"{v.passed_queries}/{len(gold)} golden queries found an expected page in the top {k} "
-                       "with score >= min_score (negatives not counted)",
-                provenance=golden.provenance if golden is not None else None)
-    report.gate("every negative returns nothing relevant", v.negatives_passed == v.negatives_total,
-                value=v.negatives_passed, threshold=v.negatives_total, rule="==", unit="negatives",
-                hint="an out-of-domain query scored at or above its max_score: the collection holds text on that "
-                     "topic, or the golden set file's max_score is too low for this embedder",
-                detail=f"{v.negatives_passed}/{v.negatives_total} negatives empty or below max_score",
-                provenance=golden.negatives_provenance if golden is not None else None, noun="negatives")
+    GOLDEN_PASSES.record(
+        report, v.passed_queries >= v.required_passes, fill={"required_passes": v.required_passes},
+        value=v.passed_queries, threshold=v.required_passes, rule=">=", unit="queries", hint=golden_hint(v),
+        detail=f"{v.passed_queries}/{len(gold)} golden queries found an expected page in the top {k} "
+               "with score >= min_score (negatives not counted)",
+        provenance=golden.provenance if golden is not None else None)
+    GOLDEN_NEGATIVES.record(
+        report, v.negatives_passed == v.negatives_total, value=v.negatives_passed, threshold=v.negatives_total,
+        rule="==", unit="negatives",
+        hint="an out-of-domain query scored at or above its max_score: the collection holds text on that "
+             "topic, or the golden set file's max_score is too low for this embedder",
+        detail=f"{v.negatives_passed}/{v.negatives_total} negatives empty or below max_score",
+        provenance=golden.negatives_provenance if golden is not None else None, noun="negatives")
     record_completeness(report, scan, min_metadata_completeness)
 
     extra_passed = sum(o.passed for o in extra)
@@ -398,6 +401,7 @@ def report_frame(validation: ValidationReport):
     return pd.DataFrame({"field": list(values), "value": [str(x) for x in values.values()]})
 
 
+@plain_figure
 def scores_figure(validation: ValidationReport):
     """Top: each golden and extra query's best relevant score (0 when no expected page made the top k) against
     its ``min_score``; bottom: each negative's top score against its ``max_score``. Green passes."""

@@ -20,11 +20,19 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from retrieval_lib.checks.gates import (
+    HEALTH_COMPLETENESS,
+    HEALTH_DIMENSION,
+    HEALTH_DUPLICATES,
+    HEALTH_MIN_POINTS,
+    HEALTH_MODEL,
+)
 from retrieval_lib.collection import held_fields
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import PAYLOAD_FIELDS, CollectionStats
 from retrieval_lib.stores import ReadableStore, size_warning
 from retrieval_lib.stores.scan import Columns, read_columns, shared
+from retrieval_lib.workbook.plots import plain_figure
 
 if TYPE_CHECKING:
     import os
@@ -181,17 +189,17 @@ def record_completeness(report: NotebookReport, scan: PayloadScan, minimum: floa
         ValidationError: ``minimum`` outside [0, 100].
     """
     _check_thresholds(0, 0.0, minimum)
-    name = f"metadata completeness >= {minimum:g}%"
+    fill = {"min_metadata_completeness": minimum}
     if not scan.held:
-        return report.not_applicable(name, "the collection holds none of the fields the workbook reads",
-                                     parameter="min_metadata_completeness")
+        return HEALTH_COMPLETENESS.not_applicable(report, "the collection holds none of the fields the workbook reads",
+                                                  fill=fill)
     absent = [f for f in PAYLOAD_FIELDS if f not in scan.held]
-    return report.gate(name, scan.metadata_completeness >= minimum,
-                       value=round(scan.metadata_completeness, 2), threshold=minimum, rule=">=", unit="%",
-                       parameter="min_metadata_completeness",
-                       detail=f"{scan.complete_points}/{scan.points} points carry every payload field"
-                              + (f" the collection holds ({len(scan.held)} of {len(PAYLOAD_FIELDS)}; it never "
-                                 f"holds {', '.join(absent)})" if absent else ""))
+    return HEALTH_COMPLETENESS.record(
+        report, scan.metadata_completeness >= minimum, fill=fill, value=round(scan.metadata_completeness, 2),
+        threshold=minimum, rule=">=", unit="%",
+        detail=f"{scan.complete_points}/{scan.points} points carry every payload field"
+               + (f" the collection holds ({len(scan.held)} of {len(PAYLOAD_FIELDS)}; it never "
+                  f"holds {', '.join(absent)})" if absent else ""))
 
 
 def _versions(scan: PayloadScan, template: str) -> str:
@@ -214,31 +222,30 @@ def record(report: NotebookReport, scan: PayloadScan, stats: CollectionStats, em
     _check_thresholds(min_points, max_duplicate_share, min_metadata_completeness)
     files = scan.points_per_file
     sizes = list(files.values()) or [0]
-    report.gate(f"at least {min_points} points", scan.points >= min_points, value=scan.points, threshold=min_points,
-                rule=">=", unit="points", parameter="min_points",
-                detail=f"{scan.points} points in {len(files)} source files")
+    HEALTH_MIN_POINTS.record(report, scan.points >= min_points, fill={"min_points": min_points},
+                             value=scan.points, threshold=min_points, rule=">=", unit="points",
+                             detail=f"{scan.points} points in {len(files)} source files")
     record_completeness(report, scan, min_metadata_completeness)
-    report.gate(f"duplicate share <= {max_duplicate_share:g}", scan.duplicate_share <= max_duplicate_share,
-                value=round(scan.duplicate_share, 4), threshold=max_duplicate_share, rule="<=", unit="share",
-                parameter="max_duplicate_share",
-                detail=f"{len(scan.duplicate_hashes)} "
-                       f"{'content_hash' if 'content_hash' in scan.held else 'identical-text'} groups, "
-                       f"{scan.extra_copies} extra copies")
+    HEALTH_DUPLICATES.record(report, scan.duplicate_share <= max_duplicate_share,
+                             fill={"max_duplicate_share": max_duplicate_share},
+                             value=round(scan.duplicate_share, 4), threshold=max_duplicate_share, rule="<=",
+                             unit="share",
+                             detail=f"{len(scan.duplicate_hashes)} "
+                                    f"{'content_hash' if 'content_hash' in scan.held else 'identical-text'} groups, "
+                                    f"{scan.extra_copies} extra copies")
     if "model_version" not in scan.held:
-        report.not_applicable("every point embedded with the configured model",
-                              "the collection stores no model name (nor do most pipelines); notebook 09 checks the "
-                              "model by re-embedding stored chunks")
+        HEALTH_MODEL.not_applicable(report, "the collection stores no model name (nor do most pipelines); notebook 09 "
+                                            "checks the model by re-embedding stored chunks")
     else:
-        report.gate("every point embedded with the configured model",
-                    scan.foreign_model_points == 0 and scan.points > 0,
-                    value=scan.foreign_model_points, threshold=0, rule="==", unit="points",
-                    hint="configure the model the collection was built with (or rebuild the collection with the "
-                         "configured embedder): vectors of two models do not compare",
-                    detail=f"configured {embedder.model}; found {_versions(scan, '{model} ({points})')}")
-    report.gate("collection dimension == embedder dimension", stats.dimensions == embedder.dimension,
-                value=stats.dimensions, threshold=embedder.dimension, rule="==", unit="dimensions",
-                hint="the collection was built with another embedding model: configure that model",
-                detail=f"{stats.dimensions} vs {embedder.dimension}")
+        HEALTH_MODEL.record(report, scan.foreign_model_points == 0 and scan.points > 0,
+                            value=scan.foreign_model_points, threshold=0, rule="==", unit="points",
+                            hint="configure the model the collection was built with (or rebuild the collection with "
+                                 "the configured embedder): vectors of two models do not compare",
+                            detail=f"configured {embedder.model}; found {_versions(scan, '{model} ({points})')}")
+    HEALTH_DIMENSION.record(report, stats.dimensions == embedder.dimension,
+                            value=stats.dimensions, threshold=embedder.dimension, rule="==", unit="dimensions",
+                            hint="the collection was built with another embedding model: configure that model",
+                            detail=f"{stats.dimensions} vs {embedder.dimension}")
 
     report.finding(f"{scan.points} points from {len(files)} source files ({min(sizes)}-{max(sizes)} per file), "
                    f"{stats.dimensions}-dimensional {stats.distance} vectors, index status {stats.index_status}, "
@@ -311,6 +318,7 @@ def models_frame(scan: PayloadScan, expected_model: str):
 
 
 # --------------------------------------------------------------------------- figures
+@plain_figure
 def completeness_figure(scan: PayloadScan, minimum: float):
     """% of points carrying each payload field, green at or above ``minimum`` (marked), red below."""
     from retrieval_lib.workbook.plots import horizontal_bars
@@ -323,6 +331,7 @@ def completeness_figure(scan: PayloadScan, minimum: float):
                            title="payload completeness per field", label_size=10)
 
 
+@plain_figure
 def per_file_figure(scan: PayloadScan):
     """Points (chunks) per source file, one bar each."""
     from retrieval_lib.workbook.plots import horizontal_bars

@@ -13,6 +13,7 @@ from retrieval_lib.collection.inspect import Inspection, inspect_collection, map
 from retrieval_lib.embedding import LocalEmbedder
 from retrieval_lib.stores.metadata import metadata_configured
 from retrieval_lib.workbook import plots
+from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
 __all__ = ["measure", "mapping_frame", "keys_frame", "checkable_frame", "lengths_figure", "record"]
@@ -49,6 +50,7 @@ def checkable_frame(found: Inspection) -> Any:
                          for c in found.checkable])
 
 
+@plain_figure
 def lengths_figure(found: Inspection) -> Any:
     """Chunk lengths in the model's tokens, with its window: what lies right of the line the model never reads."""
     return plots.count_histogram(found.tokens, marks={"model window": float(found.lengths["window"])},

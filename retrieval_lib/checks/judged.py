@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from typing import TYPE_CHECKING
 
+from retrieval_lib.checks.gates import JUDGED_COVERAGE, JUDGED_PRECISION
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.judging.judgments import (
     GRADES,
@@ -236,28 +237,28 @@ def record(report: NotebookReport, ev: JudgedEvaluation, *, min_precision_at_3: 
     c, k = ev.cutoff, ev.top_k
     (n_top, m_top), (n_all, m_all) = ev.judged_top, ev.judged_all
     counted = "partly relevant or relevant" if ev.min_relevant_grade == 1 else "relevant"
+    fill = {"min_precision_at_3": min_precision_at_3, "cutoff": c}
     if not n_all:
         why = ("nobody has judged this collection's results yet: open notebooks/13_judgments.ipynb in JupyterLab "
                "(make lab), set judge, and grade them")
-        report.not_applicable(f"at least {min_precision_at_3:.0%} of top-{c} results are topically related "
-                              "(human judgments)", why, parameter="min_precision_at_3")
-        report.not_applicable(f"the top {c} of every query is judged", why, parameter="min_judged_coverage")
+        JUDGED_PRECISION.not_applicable(report, why, fill=fill)
+        JUDGED_COVERAGE.not_applicable(report, why, fill=fill)
         report.finding(f"no judgments: {m_all} results of {len(ev.queries)} queries wait for a judge")
         return
-    report.gate(f"at least {min_precision_at_3:.0%} of top-{c} results are topically related (human judgments)",
-                ev.precision_low >= min_precision_at_3, value=round(ev.precision_low, 3),
-                threshold=min_precision_at_3, rule=">=", unit="share", parameter="min_precision_at_3",
-                hint=(f"judge the {m_top - n_top} unjudged top-{c} results in notebooks/13_judgments.ipynb first"
-                      if n_top < m_top else "read the results graded 0 in the results table: improve the chunks "
-                      "or the embedder for those queries"),
-                detail=f"{ev.precision_text()} over {len(ev.queries)} queries; grade >= {ev.min_relevant_grade} "
-                       f"({counted}) counts")
-    report.gate(f"the top {c} of every query is judged", ev.coverage_top >= min_judged_coverage,
-                value=round(ev.coverage_top, 3), threshold=min_judged_coverage, rule=">=", unit="share",
-                parameter="min_judged_coverage",
-                hint="open notebooks/13_judgments.ipynb in JupyterLab (make lab), set judge, and grade the "
-                     "unjudged results listed; stale judgments must be judged again",
-                detail=f"{n_top} of {m_top} top-{c} results judged ({len(ev.stale)} stale judgments not used)")
+    JUDGED_PRECISION.record(
+        report, ev.precision_low >= min_precision_at_3, fill=fill, value=round(ev.precision_low, 3),
+        threshold=min_precision_at_3, rule=">=", unit="share",
+        hint=(f"judge the {m_top - n_top} unjudged top-{c} results in notebooks/13_judgments.ipynb first"
+              if n_top < m_top else "read the results graded 0 in the results table: improve the chunks "
+              "or the embedder for those queries"),
+        detail=f"{ev.precision_text()} over {len(ev.queries)} queries; grade >= {ev.min_relevant_grade} "
+               f"({counted}) counts")
+    JUDGED_COVERAGE.record(
+        report, ev.coverage_top >= min_judged_coverage, fill=fill, value=round(ev.coverage_top, 3),
+        threshold=min_judged_coverage, rule=">=", unit="share",
+        hint="open notebooks/13_judgments.ipynb in JupyterLab (make lab), set judge, and grade the "
+             "unjudged results listed; stale judgments must be judged again",
+        detail=f"{n_top} of {m_top} top-{c} results judged ({len(ev.stale)} stale judgments not used)")
     for name, value, unit in ((f"precision_at_{c}", ev.precision_low, "share"),
                               (f"precision_at_{c}_upper", ev.precision_high, "share"),
                               (f"ndcg_at_{k}", ev.ndcg, ""), (f"judged_coverage_top{c}", ev.coverage_top, "share"),

@@ -24,8 +24,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.checks.consistency import jaccard
+from retrieval_lib.checks.gates import LANGUAGES_CROSS_LINGUAL
 from retrieval_lib.errors import ParamsError, ValidationError
 from retrieval_lib.params import load_query_sets, resolve_path
+from retrieval_lib.workbook.plots import plain_figure
 
 if TYPE_CHECKING:
     from retrieval_lib.search import Retriever
@@ -148,13 +150,13 @@ def record(report: NotebookReport, comparison: LanguageComparison, *, min_cross_
             raise ValidationError(f"min_cross_lingual_jaccard must lie in [0, 1] or be null (got "
                                   f"{min_cross_lingual_jaccard!r})", field="min_cross_lingual_jaccard")
         value = worst.mean_jaccard if worst else math.nan
-        report.gate("questions in other languages find what English finds", value >= min_cross_lingual_jaccard,
-                    value=round(value, 4), threshold=min_cross_lingual_jaccard, rule=">=", unit="Jaccard",
-                    parameter="min_cross_lingual_jaccard",
-                    hint=f"{c.model} does not map these languages onto English: use a multilingual model for documents "
-                         "and queries (Cohere embed-multilingual-v3.0; offline, EMBEDDING_PROVIDER=e5 and "
-                         "params/e5.yaml), or set the gate to null",
-                    detail=f"lowest mean Jaccard@{k}: {worst.language if worst else '-'} {value:.3f}")
+        LANGUAGES_CROSS_LINGUAL.record(
+            report, value >= min_cross_lingual_jaccard, value=round(value, 4), threshold=min_cross_lingual_jaccard,
+            rule=">=", unit="Jaccard",
+            hint=f"{c.model} does not map these languages onto English: use a multilingual model for documents "
+                 "and queries (Cohere embed-multilingual-v3.0; offline, EMBEDDING_PROVIDER=e5 and "
+                 "params/e5.yaml), or set the gate to null",
+            detail=f"lowest mean Jaccard@{k}: {worst.language if worst else '-'} {value:.3f}")
     for s in c.summaries:
         report.finding(f"{s.language}: mean Jaccard@{k} with English {s.mean_jaccard:.2f} (min {s.min_jaccard:.2f}), "
                        f"top-1 file agreement {s.top1_agreement:.0%} over {s.questions} questions")
@@ -189,6 +191,7 @@ def summary_frame(comparison: LanguageComparison, *, decimals: int = 3):
                          for s in comparison.summaries])
 
 
+@plain_figure
 def overlap_figure(comparison: LanguageComparison):
     """Per language: mean Jaccard@k and top-1 file agreement with English, the chance overlap marked."""
     import matplotlib.pyplot as plt

@@ -24,10 +24,12 @@ from concurrent.futures import ThreadPoolExecutor, wait
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval_lib.checks.gates import LATENCY_ERRORS, LATENCY_P95, LATENCY_RANKINGS
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.percentile import percentile
 from retrieval_lib.search import SCORE_TOLERANCE, Retriever, same_ranking
 from retrieval_lib.stores import ReadableStore
+from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["TimedSearch", "ConcurrentRun", "Warmup", "TIMING_FIELDS", "percentile", "latency_percentiles",
@@ -300,6 +302,7 @@ def percentiles_frame(samples: Sequence[TimedSearch], *, decimals: int = 3):
                          for f, v in latency_percentiles(samples).items()]).round(decimals)
 
 
+@plain_figure
 def figure(samples: Sequence[TimedSearch], concurrent: ConcurrentRun, p95_target_ms: float):
     """Per-call embedding, search and whole-call ms (and under concurrency), and whole-call percentiles vs target."""
     from retrieval_lib.workbook.plots import latency_boxes
@@ -345,20 +348,21 @@ def record(report: NotebookReport, samples: Sequence[TimedSearch], concurrent: C
                    f"first search (loads the model on first use) {warmup.warmup_ms:.0f} ms")
     report.finding(note)
     gates = [
-        report.gate(f"p95 latency <= {p95_target_ms} ms", p95_ok, value=p["p95"], threshold=p95_target_ms, rule="<=",
-                    unit="ms", parameter="latency_p95_target_ms",
-                    detail=f"whole-call p95 {p['p95']:.1f} ms over {n} sequential calls"),
-        report.gate("concurrent run has zero errors", c.errors == c.timed_out == 0 and c.completed == c.submitted,
-                    value=c.errors + c.timed_out, threshold=0, rule="==", unit="calls",
-                    hint="see the errors by type above; calls that only timed out may need concurrent_timeout_s raised",
-                    detail=f"{c.completed}/{c.submitted} completed, {c.errors} errors, {c.timed_out} timed out "
-                           f"({c.concurrency} threads, limit {c.timeout_s:g} s)"),
-        report.gate("concurrent rankings identical to sequential", c.rankings_identical, value=len(c.mismatched),
-                    threshold=0, rule="==", unit="queries",
-                    hint="answers changed under load: a store or embedder that is not thread-safe, or scores that move "
-                         "by more than score_tolerance",
-                    detail=f"{c.compared} answers compared (ids, order, scores within {c.score_tol:g}); "
-                           f"differing: {', '.join(c.mismatched) or 'none'}")]
+        LATENCY_P95.record(report, p95_ok, fill={"latency_p95_target_ms": p95_target_ms}, value=p["p95"],
+                           threshold=p95_target_ms, rule="<=", unit="ms",
+                           detail=f"whole-call p95 {p['p95']:.1f} ms over {n} sequential calls"),
+        LATENCY_ERRORS.record(
+            report, c.errors == c.timed_out == 0 and c.completed == c.submitted, value=c.errors + c.timed_out,
+            threshold=0, rule="==", unit="calls",
+            hint="see the errors by type above; calls that only timed out may need concurrent_timeout_s raised",
+            detail=f"{c.completed}/{c.submitted} completed, {c.errors} errors, {c.timed_out} timed out "
+                   f"({c.concurrency} threads, limit {c.timeout_s:g} s)"),
+        LATENCY_RANKINGS.record(
+            report, c.rankings_identical, value=len(c.mismatched), threshold=0, rule="==", unit="queries",
+            hint="answers changed under load: a store or embedder that is not thread-safe, or scores that move "
+                 "by more than score_tolerance",
+            detail=f"{c.compared} answers compared (ids, order, scores within {c.score_tol:g}); "
+                   f"differing: {', '.join(c.mismatched) or 'none'}")]
     metrics = {"setup_ms": warmup.setup_ms, "warmup_ms": warmup.warmup_ms, "sequential_calls": n,
                "sequential_throughput_qps": seq_qps, "under_2s_pct": under_2s, "concurrent_wall_s": c.wall_s,
                "concurrent_throughput_qps": c.throughput_qps,

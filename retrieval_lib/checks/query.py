@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+from retrieval_lib.checks.gates import QUERY_LIMITS, QUERY_METADATA, QUERY_NO_MATCH, QUERY_ORDERED
 from retrieval_lib.models import PAYLOAD_FIELDS, SearchResponse
 from retrieval_lib.validation import validate_params
 from retrieval_lib.workbook.report import NotebookReport
@@ -59,9 +60,9 @@ def record(report: NotebookReport, responses: Sequence[SearchResponse], no_match
     served = validate_params(top_k, similarity_threshold)[0]
     unordered, missing = out_of_order(responses), missing_fields(responses)
     beyond = over_limits(responses, top_k, similarity_threshold)
-    report.gate("results ordered by score, highest first", not unordered,
-                detail="not ordered: " + ", ".join(map(repr, unordered)) if unordered
-                else "every query's list is non-increasing")
+    QUERY_ORDERED.record(report, not unordered,
+                         detail="not ordered: " + ", ".join(map(repr, unordered)) if unordered
+                         else "every query's list is non-increasing")
     # a field no result carries and none misses is one the collection never holds (its payload roles)
     seen = {f for resp in responses for r in resp.results for f in PAYLOAD_FIELDS if getattr(r, f) not in (None, "")}
     seen |= {f for resp in responses for r in resp.results for f in r.missing_fields}
@@ -69,17 +70,17 @@ def record(report: NotebookReport, responses: Sequence[SearchResponse], no_match
     present = (f"all {len(PAYLOAD_FIELDS)} payload fields present" if not unheld else
                f"all {len(PAYLOAD_FIELDS) - len(unheld)} fields this collection holds present (it holds no "
                f"{', '.join(unheld)})")
-    report.gate("every result carries full metadata", not missing, value=missing or None,
-                detail="missing: " + ", ".join(missing) if missing else present)
-    report.gate("top_k and threshold respected", not beyond, rule="<=", unit="results",
-                value=max((r.total_results for r in responses), default=0), threshold=top_k,
-                hint="the search returned more than top_k results or a score below the threshold: a bug in "
-                     "retrieval_lib.search, not a setting",
-                detail=f"at most {served} results per query, every score >= {similarity_threshold:g}"
-                       + (f"; broken by: {', '.join(map(repr, beyond))}" if beyond else ""))
-    report.gate("no-match threshold gives an empty result, not an error", no_match.is_empty and bool(no_match.warnings),
-                value=no_match.total_results, threshold=no_match.similarity_threshold,
-                detail=f"{no_match.total_results} results, warning: " + "; ".join(no_match.warnings))
+    QUERY_METADATA.record(report, not missing, value=missing or None,
+                          detail="missing: " + ", ".join(missing) if missing else present)
+    QUERY_LIMITS.record(report, not beyond, rule="<=", unit="results",
+                        value=max((r.total_results for r in responses), default=0), threshold=top_k,
+                        hint="the search returned more than top_k results or a score below the threshold: a bug in "
+                             "retrieval_lib.search, not a setting",
+                        detail=f"at most {served} results per query, every score >= {similarity_threshold:g}"
+                               + (f"; broken by: {', '.join(map(repr, beyond))}" if beyond else ""))
+    QUERY_NO_MATCH.record(report, no_match.is_empty and bool(no_match.warnings),
+                          value=no_match.total_results, threshold=no_match.similarity_threshold,
+                          detail=f"{no_match.total_results} results, warning: " + "; ".join(no_match.warnings))
     for r in responses:
         if r.results:
             best = r.results[0]

@@ -24,8 +24,10 @@ from typing import Any
 import numpy as np
 
 from retrieval_lib.checks.coverage import CoverageStudy
+from retrieval_lib.checks.gates import REACH_ANTIHUBS, REACH_HUBS, REACH_OFFTOPIC
 from retrieval_lib.checks.offtopic import OffTopicStudy
 from retrieval_lib.checks.reachability import ReachStudy
+from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["QueryReach", "query_reach", "antihub_frame", "hub_frame", "file_frame", "unreached_frame",
@@ -131,6 +133,7 @@ def _gini(values: np.ndarray) -> float:
     return gini(values)
 
 
+@plain_figure
 def occurrence_figure(study: ReachStudy):
     """Histogram of ``N_k`` over the chunks (log count axis), with the mean and the hub threshold marked."""
     from retrieval_lib.workbook.plots import count_histogram
@@ -143,6 +146,7 @@ def occurrence_figure(study: ReachStudy):
                            title=f"k-occurrence of {study.points} chunks ({what})")
 
 
+@plain_figure
 def file_figure(study: ReachStudy, offtopic: OffTopicStudy | None = None):
     """Mean ``N_k`` per file (red: off-topic candidate; orange: holds an anti-hub), the mean ``k`` marked."""
     from retrieval_lib.workbook.plots import horizontal_bars
@@ -178,22 +182,23 @@ def record(report: NotebookReport, study: ReachStudy, offtopic: OffTopicStudy, r
     est, k, n = study.antihub, study.top_k, study.points
     how = (f"every one of the {n} chunks used as a query" if not study.sampled else
            f"{len(study.query_rows)} of {n} chunks sampled as queries (seed {study.seed})")
-    report.gate("few chunks are unreachable (anti-hubs)", est.share <= max_antihub_share, value=round(est.share, 4),
-                threshold=max_antihub_share, rule="<=", unit="share", parameter="max_antihub_share",
-                detail=f"{est.antihubs} of {est.judged} chunks judged are in no other chunk's top {k}: {est.text()}",
-                hint="read the anti-hub list: chunks too short, boilerplate or duplicated text are never retrieved; "
-                     "fix the chunking or the pages")
-    report.gate("no hubs crowd the answers (N_k skewness)", study.skewness <= max_nk_skewness,
-                value=round(study.skewness, 3), threshold=max_nk_skewness, rule="<=", parameter="max_nk_skewness",
-                detail=f"{len(study.hub_rows)} hubs ({study.hub_rule}); Gini {study.gini:.3f}",
-                hint="read the hub list: generic chunks (glossaries, index pages, boilerplate) near everything "
-                     "should be cut down or dropped from the collection")
+    REACH_ANTIHUBS.record(report, est.share <= max_antihub_share, value=round(est.share, 4),
+                          threshold=max_antihub_share, rule="<=", unit="share",
+                          detail=f"{est.antihubs} of {est.judged} chunks judged are in no other chunk's top {k}: "
+                                 f"{est.text()}",
+                          hint="read the anti-hub list: chunks too short, boilerplate or duplicated text are never "
+                               "retrieved; fix the chunking or the pages")
+    REACH_HUBS.record(report, study.skewness <= max_nk_skewness, value=round(study.skewness, 3),
+                      threshold=max_nk_skewness, rule="<=",
+                      detail=f"{len(study.hub_rows)} hubs ({study.hub_rule}); Gini {study.gini:.3f}",
+                      hint="read the hub list: generic chunks (glossaries, index pages, boilerplate) near everything "
+                           "should be cut down or dropped from the collection")
     cands = offtopic.candidates
-    report.gate("no off-topic files", len(cands) <= max_offtopic_files, value=len(cands),
-                threshold=max_offtopic_files, rule="<=", unit="files", parameter="max_offtopic_files",
-                detail=offtopic_text(offtopic) + f"; rule: {offtopic.rule}",
-                hint="remove the listed pages from the docs folder (template pages, changelogs, stray pages) and "
-                     "re-ingest, or raise offtopic_max_z if they belong to the book")
+    REACH_OFFTOPIC.record(report, len(cands) <= max_offtopic_files, value=len(cands),
+                          threshold=max_offtopic_files, rule="<=", unit="files",
+                          detail=offtopic_text(offtopic) + f"; rule: {offtopic.rule}",
+                          hint="remove the listed pages from the docs folder (template pages, changelogs, stray pages) "
+                               "and re-ingest, or raise offtopic_max_z if they belong to the book")
     report.finding(f"{how}; top {k} each: anti-hub share {est.text()}")
     report.finding(f"N_k skewness {study.skewness:.3f}, Gini {study.gini:.3f}; {len(study.hub_rows)} hubs "
                    f"({study.hub_rule})" + (": " + "; ".join(f"{study.table.files[r]} §{study.table.sections[r]}"

@@ -28,9 +28,11 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from retrieval_lib.checks.gates import SCORES_RANGE, SCORES_SEPARATION, SCORES_THRESHOLD
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.params import Provenance
+from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.report import NotebookReport
 from retrieval_lib.workbook.runfiles import write_run
 
@@ -325,6 +327,7 @@ def per_query_frame(study: ScoreStudy, *, decimals: int = 3):
     return frame.sort_values(["set", "top1"], ascending=[True, False], kind="stable").reset_index(drop=True)
 
 
+@plain_figure
 def histogram_figure(study: ScoreStudy, candidate_threshold: float):
     """Left: each query's top-1 score per set; right: every top-k score per set; the threshold marked."""
     from retrieval_lib.workbook.plots import score_histograms
@@ -336,6 +339,7 @@ def histogram_figure(study: ScoreStudy, candidate_threshold: float):
         threshold=candidate_threshold, threshold_label="candidate_threshold")
 
 
+@plain_figure
 def tradeoff_figure(study: ScoreStudy, candidate_threshold: float):
     """:func:`threshold_tradeoff` as two curves, with the threshold, the gap and the recommendation marked."""
     from retrieval_lib.workbook.plots import share_curves
@@ -363,24 +367,25 @@ def record(report: NotebookReport, study: ScoreStudy, *, candidate_threshold: fl
     in_top1, ood_top1, gap = study.in_top1, study.ood_top1, study.gap
     clips = clip_counts(study.in_domain + study.out_of_domain)
     verdict = judge_threshold(study.in_domain, study.out_of_domain, candidate_threshold)
-    report.gate("similarity scores within [0, 1]", clips.out_of_range == 0 and clips.scores > 0,
-                value=clips.out_of_range, threshold=0, rule="==", unit="scores",
-                detail=f"{clips.scores} scores, {clips.out_of_range} outside [0, 1]; {clips.negative} raw cosine "
-                       f"scores were negative and clipped to 0, {clips.above_one} above 1 clipped to 1 "
-                       f"(lowest raw score {clips.min_raw:.3f})", provenance=provenance)
-    report.gate("in-domain and out-of-domain separate by score", gap.width >= min_separation,
-                value=round(gap.width, 4), threshold=min_separation, rule=">=", parameter="min_separation",
-                detail=f"min in-domain top-1 {gap.lowest_in_domain:.3f} - max OOD top-1 {gap.highest_ood:.3f} "
-                       f"= {gap.width:.3f}", provenance=provenance)
+    SCORES_RANGE.record(
+        report, clips.out_of_range == 0 and clips.scores > 0, value=clips.out_of_range, threshold=0, rule="==",
+        unit="scores", provenance=provenance,
+        detail=f"{clips.scores} scores, {clips.out_of_range} outside [0, 1]; {clips.negative} raw cosine scores were "
+               f"negative and clipped to 0, {clips.above_one} above 1 clipped to 1 (lowest raw score "
+               f"{clips.min_raw:.3f})")
+    SCORES_SEPARATION.record(
+        report, gap.width >= min_separation, value=round(gap.width, 4), threshold=min_separation, rule=">=",
+        detail=f"min in-domain top-1 {gap.lowest_in_domain:.3f} - max OOD top-1 {gap.highest_ood:.3f} "
+               f"= {gap.width:.3f}", provenance=provenance)
     lost = ", ".join(repr(q) for q in verdict.in_domain_lost) or "none"
     admitted = ", ".join(repr(q) for q in verdict.ood_admitted) or "none"
-    report.gate(f"threshold {candidate_threshold:g} keeps every in-domain query and rejects every OOD query",
-                verdict.passed, value=candidate_threshold, threshold=candidate_threshold,
-                parameter="candidate_threshold",
-                hint=(f"set `candidate_threshold` to {gap.recommended:.3f}, the middle of the gap between the sets"
-                      if gap.recommended is not None else "no threshold separates the sets: see the trade-off table"),
-                detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}",
-                provenance=provenance)
+    SCORES_THRESHOLD.record(
+        report, verdict.passed, fill={"candidate_threshold": candidate_threshold}, value=candidate_threshold,
+        threshold=candidate_threshold,
+        hint=(f"set `candidate_threshold` to {gap.recommended:.3f}, the middle of the gap between the sets"
+              if gap.recommended is not None else "no threshold separates the sets: see the trade-off table"),
+        detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}",
+        provenance=provenance)
 
     answered = [s for s in in_top1 if not math.isnan(s)]  # queries with no result have no top-1 to describe
     median, highest = (statistics.median(answered), max(answered)) if answered else (math.nan, math.nan)

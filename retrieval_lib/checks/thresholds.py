@@ -18,6 +18,7 @@ from dataclasses import dataclass
 
 from retrieval_lib.checks.scores import recommend_threshold
 from retrieval_lib.errors import ValidationError
+from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.report import NotebookReport
 
 __all__ = ["ThresholdUncertainty", "recommend", "wilson", "queries_for_width", "measure", "roc_figure", "record"]
@@ -118,6 +119,7 @@ def measure(in_top1: Sequence[float], ood_top1: Sequence[float], *, resamples: i
         queries_for_width(recall), queries_for_width(rejection))
 
 
+@plain_figure
 def roc_figure(in_top1: Sequence[float], ood_top1: Sequence[float], u: ThresholdUncertainty):
     """The ROC curve of top-1 scores (in domain positive), with the recommended threshold marked."""
     import matplotlib.pyplot as plt

@@ -17,6 +17,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
+from retrieval_lib.checks.gates import COVERAGE_TOPIC, COVERAGE_TOPICS
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.params import TopicSet
 from retrieval_lib.workbook.report import NotebookReport
@@ -103,29 +104,29 @@ def record(report: NotebookReport, study: TopicStudy, *, min_primary_share: floa
     k, prov = study.top_k, study.topics.provenance
     if len(study.landings) == 1 and not study.topics.marked:
         t = study.landings[0]
-        name = f"{t.topic!r} lands in {t.prefix}"
+        fill = {"topic": repr(t.topic), "prefix": t.prefix}
         if not t.known_prefix and not t.hits:
-            report.not_applicable(name, f"no source file of this collection starts with {t.prefix!r}: the topic "
-                                        "query and its module describe another book (set primary_query and "
-                                        "primary_prefix for this one, or draft topics: python -m retrieval_lib "
-                                        "draft)", parameter="primary_prefix")
+            COVERAGE_TOPIC.not_applicable(
+                report, f"no source file of this collection starts with {t.prefix!r}: the topic query and its module "
+                        "describe another book (set primary_query and primary_prefix for this one, or draft topics: "
+                        "python -m retrieval_lib draft)", fill=fill, item=t.topic, parameter="primary_prefix")
         else:
-            report.gate(name, t.share >= min_primary_share, value=round(t.share, 4), threshold=min_primary_share,
-                        rule=">=", unit="share", parameter="min_primary_share",
-                        detail=f"{t.hits}/{t.results} results from {t.prefix}")
+            COVERAGE_TOPIC.record(report, t.share >= min_primary_share, fill=fill, item=t.topic,
+                                  value=round(t.share, 4), threshold=min_primary_share, rule=">=", unit="share",
+                                  detail=f"{t.hits}/{t.results} results from {t.prefix}")
         report.finding(f"{t.topic!r}: {t.share:.0%} of the top {k} from {t.prefix}")
         return t.share
     judged = study.judged
-    name = f"{len(study.landings)} topic queries land in their own section"
+    counted = {"topics": len(study.landings)}
     if not judged:
-        report.not_applicable(name, "no topic's prefix is a source prefix of this collection: the topics file "
-                                    "describes another book", parameter="topics")
+        COVERAGE_TOPICS.not_applicable(report, "no topic's prefix is a source prefix of this collection: the topics "
+                                               "file describes another book", fill=counted, parameter="topics")
         return 0.0
     each = "; ".join(f"{t.topic!r} {t.hits}/{t.results} in {t.prefix}" for t in study.landings)
-    report.gate(name, study.mean_share >= min_primary_share, value=round(study.mean_share, 4),
-                threshold=min_primary_share, rule=">=", unit="share", parameter="min_primary_share",
-                detail=f"mean share of the top {k} under each topic's prefix: {each}", provenance=prov,
-                noun="topics")
+    COVERAGE_TOPICS.record(
+        report, study.mean_share >= min_primary_share, fill=counted, value=round(study.mean_share, 4),
+        threshold=min_primary_share, rule=">=", unit="share",
+        detail=f"mean share of the top {k} under each topic's prefix: {each}", provenance=prov, noun="topics")
     worst = min(judged, key=lambda t: (t.share, t.topic))
     report.finding(f"{len(judged)} topics: mean {study.mean_share:.0%} of each top {k} from its own section; "
                    f"lowest {worst.topic!r} {worst.share:.0%} (top result from "

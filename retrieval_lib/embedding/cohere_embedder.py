@@ -1,8 +1,10 @@
 """Cohere v2 embeddings through the official SDK (``cohere.ClientV2.embed``).
 
 ``input_type="search_query"`` for queries and ``"search_document"`` for documents (``classification`` and
-``clustering`` too, through :meth:`CohereEmbedder.embed_as`), float embeddings, at most 96 texts per call, the
-shared bounded retries of :class:`~retrieval_lib.embedding.base.RemoteEmbedder`. ``embed-v4.0`` also takes
+``clustering`` too, through :meth:`CohereEmbedder.embed_as`), float embeddings, at most 96 texts per call (at a
+``COHERE_BASE_URL`` that is not Cohere's own API, 16 to start with, halved on a timeout; ``EMBEDDING_BATCH_SIZE``
+sets it: :func:`~retrieval_lib.embedding.base.start_batch`), the shared bounded retries of
+:class:`~retrieval_lib.embedding.base.RemoteEmbedder`. ``embed-v4.0`` also takes
 ``output_dimension`` (``EMBEDDING_DIMENSIONS``).
 """
 
@@ -55,6 +57,7 @@ class CohereEmbedder(RemoteEmbedder):
         retry_budget: float = 60.0,
         backoff: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
+        batch_size: int | None = None,
     ) -> None:
         import cohere
 
@@ -73,7 +76,7 @@ class CohereEmbedder(RemoteEmbedder):
                 + "; fix or unset it", variable="EMBEDDING_DIMENSIONS")
         super().__init__(model, base_url=base_url, timeout=timeout, max_retries=max_retries,
                          retry_budget=retry_budget, backoff=backoff, sleep=sleep, max_batch=COHERE_MAX_BATCH,
-                         max_tokens=COHERE_WINDOWS.get(model, PROVIDERS["cohere"].window))
+                         max_tokens=COHERE_WINDOWS.get(model, PROVIDERS["cohere"].window), batch_size=batch_size)
         self.native_dimension = COHERE_DIMENSIONS[model]
         self.dimension = dimensions or self.native_dimension
         self.dimensions_offered: tuple[int, ...] = COHERE_REDUCED.get(model, ())

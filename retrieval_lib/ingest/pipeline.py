@@ -18,7 +18,6 @@ from __future__ import annotations
 import hashlib
 import logging
 from collections import Counter, defaultdict
-from collections.abc import Iterable
 from dataclasses import asdict, dataclass, field
 from datetime import UTC, datetime
 from itertools import islice
@@ -203,11 +202,6 @@ def _finish_file(store: VectorStore, collection: str, source: str, chunks: list[
         summary.chunks_added += len(chunks)
 
 
-def _batched(items: list[Any], size: int) -> Iterable[list[Any]]:
-    for start in range(0, len(items), size):
-        yield items[start:start + size]
-
-
 #: Points read to tell whether this ingest wrote a collection (their ids against its own id scheme).
 OWNER_SAMPLE = 256
 
@@ -246,8 +240,11 @@ def ingest(
 ) -> IngestSummary:
     """Bring ``collection`` in line with the documents under ``docs_dir``.
 
-    ``batch_size``: chunks per embed call and per upsert; by default the embedder's request limit (Cohere 96,
-    Gemini 100, OpenAI 2,048), or its provider's encode batch for a model on this machine (:data:`PROVIDERS`).
+    ``batch_size``: chunks per embed call and per upsert; by default the embedder's request size
+    (:func:`~retrieval_lib.embedding.base.request_size`: ``EMBEDDING_BATCH_SIZE``, else Cohere 96, Gemini 100,
+    OpenAI 2,048 at the vendor's own API and 16 at a local server, read again before every call, so a batch a
+    timeout halved is followed by calls of the halved size), or its provider's encode batch for a model on this
+    machine (:data:`PROVIDERS`). The progress bar advances after every call.
     ``allow_foreign``: write (or with ``recreate``, drop and rebuild) even a collection whose points another
     pipeline wrote. By default such a collection is refused before anything is read from the book.
 
@@ -287,7 +284,11 @@ def ingest(
     # Chunks are embedded in batches of `batch_size` across files (not one call per file); a file's
     # stale points are deleted only once every one of its new points is written, so a search never
     # sees a file missing, and a run killed between two batches leaves that file incomplete (redone).
-    batch_size = batch_size or request_size(embedder) or batch_limit(embedder.provider)
+    fixed = batch_size
+
+    def next_size() -> int:  # the embedder's request size now: a timeout at a local server may have halved it
+        return fixed or request_size(embedder) or batch_limit(embedder.provider)
+
     queue = [(source, c) for source, chunks in todo for c in chunks]
     left = {source: len(chunks) for source, chunks in todo}
     # one stamp a run: every chunk this run writes was processed by it (a file left unchanged keeps its own run's),
@@ -295,7 +296,10 @@ def ingest(
     stamp = datetime.now(UTC).isoformat(timespec="seconds")
     bar = tqdm(total=len(queue), desc="embedding chunks", unit="chunk", disable=not progress or not queue)
     try:
-        for batch in _batched(queue, batch_size):
+        start = 0
+        while start < len(queue):
+            batch = queue[start:start + next_size()]
+            start += len(batch)
             vectors = embedder.embed_documents([c.embed_text for _, c in batch])
             store.upsert(collection, [
                 models.PointStruct(id=c.point_id, vector=v,

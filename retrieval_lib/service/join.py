@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from retrieval_lib.book.routes import route_of_stored_path
 from retrieval_lib.models import SearchResult
 from retrieval_lib.stores.metadata import slug_of
 
@@ -53,7 +54,8 @@ def join_results(results: Sequence[SearchResult],
             "chunk_id": chunk_id,
             "snippet": r.content or "",
             "source_path": _first(row.get("source_path"), r.source_file),
-            "slug": _first(row.get("slug"), slug_of(r.source_url)),
+            # the page's route: the row's, the URL's path, or (a collection of file paths) the route of the file
+            "slug": _first(row.get("slug"), slug_of(r.source_url), route_of_stored_path(r.source_file)),
             "title": _first(row.get("title"), r.title),
             "score": r.similarity_score,
             "section_title": _first(row.get("section_title"), r.section_title),

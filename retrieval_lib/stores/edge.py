@@ -173,7 +173,7 @@ class EdgeStore(VectorStore):
 
     # ------------------------------------------------------------------ errors
     @contextlib.contextmanager
-    def _translated(self, collection: str | None = None) -> Iterator[None]:
+    def _translated(self, collection: str | None = None, *, attempts: int = 1) -> Iterator[None]:
         try:
             with self._lock:
                 yield

@@ -8,8 +8,7 @@ One code path (SQLAlchemy 2 Core) speaks both backends:
 
 Rows are derived from the chunk payloads by :func:`row_from_payload`, the one
 place that says how a payload becomes a row. Ingest keeps the table in step with
-the collection through :meth:`MetadataDB.replace_file` / :meth:`MetadataDB.delete_file`
-and converges with :meth:`MetadataDB.sync` (a killed ingest, re-run, leaves rows
+the collection through :meth:`MetadataDB.sync` (a killed ingest, re-run, leaves rows
 exactly matching the points). The service reads rows with :meth:`MetadataDB.rows_for`:
 one ``WHERE chunk_id IN (...)`` query per search.
 
@@ -292,24 +291,6 @@ class MetadataDB:
     def _writable(self) -> None:
         if self.mapping != CHUNKS:
             raise ValueError(f"table {self.mapping.table!r} is read through a mapping and is never written")
-
-    def replace_file(self, source_path: str, payloads: Iterable[Mapping[str, Any]]) -> int:
-        """Make ``source_path``'s rows exactly those of ``payloads`` (one transaction); returns rows written.
-
-        Call it after the file's points are upserted and its stale points deleted.
-        """
-        self._writable()
-        rows = [r for r in (row_from_payload(p) for p in payloads) if r is not None]
-        with self._translated(), self.engine.begin() as conn:
-            conn.execute(sa.delete(self.table).where(self.table.c.source_path == source_path))
-            self._write(conn, rows)
-        return len(rows)
-
-    def delete_file(self, source_path: str) -> int:
-        """Remove every row of ``source_path``; returns rows deleted."""
-        self._writable()
-        with self._translated(), self.engine.begin() as conn:
-            return int(conn.execute(sa.delete(self.table).where(self.table.c.source_path == source_path)).rowcount)
 
     def _write(self, conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
         # delete-then-insert by key: the same SQL on every backend (no dialect-specific upsert)

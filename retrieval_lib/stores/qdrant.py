@@ -16,6 +16,14 @@ Every call goes through :func:`_translated`, which turns transport failures
 into :class:`~retrieval_lib.errors.StoreUnavailableError`, a missing
 collection into :class:`~retrieval_lib.errors.CollectionNotFoundError`, and a
 locked embedded folder into :class:`~retrieval_lib.errors.StoreLockedError`.
+
+On a server, :meth:`VectorStore._run` retries what fails in passing, at most :data:`RETRIES` times: 429 and
+502/503/504 honouring ``Retry-After`` (at most :data:`MAX_RETRY_WAIT` s a wait), and a connection closed
+mid-answer with a short backoff when the call can be repeated (reads; upserts and deletes by id). A refused
+connection and a timeout are not retried (the timeout's error names ``QDRANT_TIMEOUT``); a scroll whose retries
+are spent stops the scan with an error saying how far it got. A facet the server refuses for want of a keyword
+index is answered by one scroll of that field instead: the workbook never creates an index on a collection it did
+not build. The API key is handed to qdrant-client only; no message, log line or repr carries it.
 """
 
 from __future__ import annotations
@@ -23,6 +31,7 @@ from __future__ import annotations
 import contextlib
 import logging
 import threading
+import time
 import warnings
 from collections.abc import Iterator, Sequence
 from pathlib import Path
@@ -32,16 +41,23 @@ from retrieval_lib.config import Settings
 from retrieval_lib.errors import (
     CollectionNotFoundError,
     ConfigurationError,
+    RetrievalError,
     StoreLockedError,
     StoreUnavailableError,
     ValidationError,
     VectorStoreError,
 )
 from retrieval_lib.stores.base import INDEXED_FIELDS, IndexInfo, exactness, size_warning
+from retrieval_lib.stores.server import RETRIES, counters_of, retry_wait, server_message, tally
 
 __all__ = ["VectorStore", "INDEXED_FIELDS", "size_warning"]
 
 log = logging.getLogger(__name__)
+
+
+class _NoIndexError(VectorStoreError):
+    """A server refused a facet or filter for want of a payload index (a VectorStoreError to every caller)."""
+
 
 class VectorStore:
     """A Qdrant collection host. Build with :meth:`open` or :meth:`in_memory`."""
@@ -58,6 +74,10 @@ class VectorStore:
         # Local mode is an in-process engine with no thread-safety promise; calls to it are
         # serialised (a server client is thread-safe and is left concurrent).
         self._lock: Any = threading.RLock() if kind != "server" else contextlib.nullcontext()
+        #: the client's per-request timeout in seconds (QDRANT_TIMEOUT), named in a timeout's error
+        self.timeout: float | None = None
+        #: ``time.sleep``, replaceable so tests of the retry path do not wait
+        self.sleep: Any = time.sleep
 
     def __repr__(self) -> str:
         return f"VectorStore(kind={self.kind!r}, location={self.location!r})"
@@ -90,7 +110,9 @@ class VectorStore:
                 "check QDRANT_URL",
                 location=settings.store_location,
             ) from None
-        return cls(client, settings.store_location, kind="server")
+        store = cls(client, settings.store_location, kind="server")
+        store.timeout = float(settings.qdrant_timeout)
+        return store
 
     @classmethod
     def at_path(cls, folder: Path) -> VectorStore:
@@ -138,10 +160,12 @@ class VectorStore:
 
     # ------------------------------------------------------------------ errors
     @contextlib.contextmanager
-    def _translated(self, collection: str | None = None) -> Iterator[None]:
+    def _translated(self, collection: str | None = None, *, attempts: int = 1) -> Iterator[None]:
         import httpx
+        from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
         from qdrant_client.http.exceptions import ResponseHandlingException, UnexpectedResponse
 
+        tried = f" (after {attempts} attempts)" if attempts > 1 else ""
         try:
             with self._lock:
                 yield
@@ -149,7 +173,12 @@ class VectorStore:
             raise
         except CollectionNotFoundError:
             raise
+        except ResourceExhaustedResponse:
+            raise VectorStoreError(
+                f"Qdrant at {self.location} is rate limiting this key (HTTP 429){tried}: wait and run again, or "
+                "ask for a higher rate limit", location=self.location) from None
         except UnexpectedResponse as err:
+            said = server_message(err)
             if err.status_code == 404 and collection is not None:
                 raise self._not_found(collection) from None
             if err.status_code in (401, 403):
@@ -157,14 +186,25 @@ class VectorStore:
                     f"Qdrant at {self.location} refused the request (HTTP {err.status_code}): check QDRANT_API_KEY",
                     variable="QDRANT_API_KEY",
                 ) from None
+            if err.status_code == 400 and "Vector dimension error" in said:
+                raise self._wrong_size(collection) from None
+            if err.status_code == 400 and "Index required but not found" in said:
+                raise _NoIndexError(
+                    f"Qdrant at {self.location} refused the request: {said}. The workbook never creates an index "
+                    "on a collection it did not build: ask its owners for a keyword payload index on that field",
+                    location=self.location) from None
             raise VectorStoreError(
-                f"Qdrant at {self.location} answered HTTP {err.status_code} {err.reason_phrase}",
+                f"Qdrant at {self.location} answered HTTP {err.status_code} {err.reason_phrase}{tried}"
+                + (f": {said}" if said else ""),
                 location=self.location,
             ) from None
         except (ResponseHandlingException, httpx.TransportError, ConnectionError, TimeoutError) as err:
             source = getattr(err, "source", err)
             if isinstance(source, httpx.TimeoutException) or isinstance(err, TimeoutError):
-                what = "did not answer in time"
+                what = (f"did not answer in time (QDRANT_TIMEOUT is {self.timeout:g} s: raise it for a slow "
+                        "server or a large page)" if self.timeout else "did not answer in time")
+            elif isinstance(source, httpx.RemoteProtocolError | httpx.ReadError):
+                what = f"closed the connection mid-answer{tried}"
             elif isinstance(source, httpx.ConnectError):
                 what = "refused the connection"
             else:
@@ -180,6 +220,26 @@ class VectorStore:
             if "dimension" in str(err) or "not aligned" in str(err):
                 raise self._wrong_size(collection) from None
             raise
+
+    def _run(self, collection: str | None, call: Any, *, idempotent: bool = True) -> Any:
+        """``call()`` with its errors translated (:meth:`_translated`), retried while a server fails in passing
+        (:func:`~retrieval_lib.stores.server.retry_wait`): at most :data:`RETRIES` retries."""
+        attempt = 0
+        while True:
+            wait: float | None = None
+            guard = (self._translated(collection, attempts=attempt + 1) if self.kind == "server"
+                     else self._translated(collection))
+            with guard:
+                try:
+                    return call()
+                except Exception as err:  # classified, then re-raised into _translated
+                    wait = retry_wait(err, attempt, idempotent) if self.kind == "server" else None
+                    if wait is None:
+                        raise
+            log.info("Qdrant at %s failed in passing; retry %d of %d in %.1f s", self.location, attempt + 1,
+                     RETRIES, wait)
+            self.sleep(wait)
+            attempt += 1
 
     def _wrong_size(self, collection: str | None) -> ValidationError:
         size = self.vector_params(collection)[1] if collection else None
@@ -206,19 +266,16 @@ class VectorStore:
     # ------------------------------------------------------------------ collections
     def list_collections(self) -> list[str]:
         """Names of the collections in the store, sorted."""
-        with self._translated():
-            return sorted(c.name for c in self.client.get_collections().collections)
+        return sorted(c.name for c in self._run(None, lambda: self.client.get_collections().collections))
 
     def exists(self, collection: str) -> bool:
-        with self._translated():
-            return bool(self.client.collection_exists(collection))
+        return bool(self._run(None, lambda: self.client.collection_exists(collection)))
 
     def info(self, collection: str) -> Any:
         """qdrant-client's CollectionInfo, or CollectionNotFoundError."""
-        with self._translated(collection):
-            if not self.client.collection_exists(collection):
-                raise self._not_found(collection)
-            return self.client.get_collection(collection)
+        if not self._run(collection, lambda: self.client.collection_exists(collection)):
+            raise self._not_found(collection)
+        return self._run(collection, lambda: self.client.get_collection(collection))
 
     def vector_params(self, collection: str) -> tuple[str | None, int | None, str | None]:
         """(vector name or None for the default vector, size, distance) of the collection."""
@@ -279,8 +336,7 @@ class VectorStore:
 
     # ------------------------------------------------------------------ reading
     def count(self, collection: str) -> int:
-        with self._translated(collection):
-            return int(self.client.count(collection, exact=True).count)
+        return int(self._run(collection, lambda: self.client.count(collection, exact=True)).count)
 
     def _search_params(self, exact: bool, hnsw_ef: int | None) -> Any:
         from qdrant_client import models
@@ -296,12 +352,12 @@ class VectorStore:
         ``exact`` forces a full scan and ``hnsw_ef`` sets the HNSW search breadth
         (engines with an index; local mode always searches exactly).
         """
-        with self._translated(collection):
-            return self.client.query_points(
-                collection, query=list(vector), using=self._vector_names.get(collection), limit=limit,
-                score_threshold=similarity_threshold, query_filter=query_filter,
-                search_params=self._search_params(exact, hnsw_ef), with_payload=True, with_vectors=False,
-            ).points
+        params = self._search_params(exact, hnsw_ef)
+        return self._run(collection, lambda: self.client.query_points(
+            collection, query=list(vector), using=self._vector_names.get(collection), limit=limit,
+            score_threshold=similarity_threshold, query_filter=query_filter,
+            search_params=params, with_payload=True, with_vectors=False,
+        )).points
 
     def query_batch(self, collection: str, vectors: Sequence[Sequence[float]], *, limit: int,
                     similarity_threshold: float | None = None, query_filter: Any = None, exact: bool = False,
@@ -317,8 +373,8 @@ class VectorStore:
                                 with_payload=payload, with_vector=False)
             for v in vectors
         ]
-        with self._translated(collection):
-            return [r.points for r in self.client.query_batch_points(collection, requests=requests)]
+        return [r.points for r in self._run(collection,
+                                            lambda: self.client.query_batch_points(collection, requests=requests))]
 
     def _vectors_to_read(self, collection: str, with_vectors: bool) -> bool | list[str]:
         """``with_vectors`` for a read: the one named vector validated when the collection has several."""
@@ -333,47 +389,98 @@ class VectorStore:
                  with_payload: bool | Sequence[str] = False) -> list[Any]:
         """The points with these ids (missing ids are left out), in the order asked."""
         vectors = self._vectors_to_read(collection, with_vectors)
-        with self._translated(collection):
-            found = self.client.retrieve(collection, list(point_ids), with_payload=with_payload,
-                                         with_vectors=vectors)
+        found = self._run(collection, lambda: self.client.retrieve(collection, list(point_ids),
+                                                                   with_payload=with_payload, with_vectors=vectors))
         by_id = {str(p.id): p for p in found}
         return [by_id[str(i)] for i in point_ids if str(i) in by_id]
 
     def scroll(self, collection: str, *, with_payload: bool | Sequence[str] = True,
                with_vectors: bool = False, batch_size: int = 256, query_filter: Any = None) -> Iterator[Any]:
-        """Every point of the collection, by paged scroll (never one huge request)."""
+        """Every point of the collection, by paged scroll (never one huge request).
+
+        A page that fails in passing is asked again from the same offset (:meth:`_run`); when the retries are
+        spent the scan raises, saying where it stopped: a scan is never silently short.
+
+        Raises:
+            StoreUnavailableError, VectorStoreError: the scan stopped (the message names the point it reached).
+        """
         offset = None
         vectors = self._vectors_to_read(collection, with_vectors)
+        read = pages = 0
         while True:
-            with self._translated(collection):
-                points, offset = self.client.scroll(
-                    collection, limit=batch_size, offset=offset, with_payload=with_payload,
+            try:
+                points, offset = self._run(collection, lambda at=offset: self.client.scroll(
+                    collection, limit=batch_size, offset=at, with_payload=with_payload,
                     with_vectors=vectors, scroll_filter=query_filter,
-                )
+                ))
+            except VectorStoreError as err:
+                if not read:
+                    raise
+                raise type(err)(
+                    f"{err.message.rstrip('.')}. The scan of {collection!r} stopped after {read} points ({pages} "
+                    f"pages of {batch_size}; next page from id {offset}): nothing was judged on a partial scan",
+                    location=err.location) from None
+            pages += 1
+            read += len(points)
             yield from points
             if offset is None:
                 return
 
     def distinct_values(self, collection: str, key: str, limit: int = 100_000) -> dict[str, int]:
-        """Distinct values of a keyword payload field with their point counts (Qdrant facet)."""
-        with self._translated(collection):
-            hits = self.client.facet(collection, key=key, limit=limit, exact=True).hits
+        """Distinct values of a keyword payload field with their point counts (Qdrant facet), most frequent first.
+
+        A server refuses a facet on a field without a keyword index, and the workbook never creates one on a
+        collection it did not build: there the values are counted from one scroll of just that field.
+        """
+        try:
+            return self.facet_counts(collection, key, limit)
+        except _NoIndexError:
+            log.info("Qdrant at %s has no keyword index on %r of %r: its values are counted by a scan",
+                     self.location, key, collection)
+            return self._counted(collection, key, limit)
+
+    def facet_counts(self, collection: str, key: str, limit: int = 100_000) -> dict[str, int]:
+        """:meth:`distinct_values` by a facet only: no scan where the server has no index to facet on.
+
+        Raises:
+            VectorStoreError: the server refused the facet (no keyword index on ``key``), or failed.
+        """
+        hits = self._run(collection, lambda: self.client.facet(collection, key=key, limit=limit, exact=True)).hits
         return {str(h.value): int(h.count) for h in hits}
+
+    def _counted(self, collection: str, key: str, limit: int) -> dict[str, int]:
+        from retrieval_lib.stores.scan import SERVER_PAGE
+
+        return tally(self.scroll(collection, with_payload=[key], batch_size=SERVER_PAGE), key, limit)
 
     # ------------------------------------------------------------------ writing
     def upsert(self, collection: str, points: Sequence[Any]) -> None:
-        with self._translated(collection):
-            self.client.upsert(collection, points=list(points), wait=True)
+        self._run(collection, lambda: self.client.upsert(collection, points=list(points), wait=True))
 
     def delete(self, collection: str, point_ids: Sequence[str]) -> None:
         from qdrant_client import models
 
         if not point_ids:
             return
-        with self._translated(collection):
-            self.client.delete(collection, points_selector=models.PointIdsList(points=list(point_ids)), wait=True)
+        selector = models.PointIdsList(points=list(point_ids))
+        self._run(collection, lambda: self.client.delete(collection, points_selector=selector, wait=True))
 
     # ------------------------------------------------------------------ how it is searched
+    def search_counters(self, collection: str) -> dict[str, int] | None:
+        """How a server has searched ``collection`` so far, by its telemetry (``GET /telemetry?details_level=4``):
+        segment searches ``{"hnsw", "plain", "exact"}`` (:func:`~retrieval_lib.stores.server.counters_of`).
+        None where nothing says: local mode, a key without telemetry access, a collection the answer does not list.
+        """
+        if self.kind != "server":
+            return None
+        try:
+            answer = self._run(collection, lambda: self.client.http.client.request(
+                type_=dict, method="GET", url="/telemetry", params={"details_level": "4"}))
+        except RetrievalError as err:  # a collection-scoped or JWT key may not read telemetry: nothing is told
+            log.info("no search-path counters from Qdrant at %s: %s", self.location, err)
+            return None
+        return counters_of(answer, collection)
+
     def index_info(self, collection: str) -> IndexInfo:
         """How the collection is searched: local mode always exactly; a server by its HNSW index."""
         info = self.info(collection)

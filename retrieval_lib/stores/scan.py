@@ -195,10 +195,14 @@ def _folder_revision(folder: Path, collection: str, kind: str) -> str | None:
 
 
 def _facet_revision(store: ReadableStore, collection: str, points: int) -> str | None:
+    keys = ("content_hash", "source_file", "model_version")
+    # facets only: where the server has no keyword index to facet on (a team's collection), counting by scans
+    # would cost three passes per revision, so there is no revision and nothing is shared
+    facet = getattr(store, "facet_counts", store.distinct_values)
     digest = hashlib.sha256()
     try:
-        for key in ("content_hash", "source_file", "model_version"):
-            counts = store.distinct_values(collection, key, limit=points + 1)
+        for key in keys:
+            counts = facet(collection, key, limit=points + 1)
             digest.update(json.dumps([key, sorted(counts.items())]).encode())
     except RetrievalError:  # no keyword index on the server: nothing to key on, so nothing is shared
         return None

@@ -11,6 +11,7 @@ import html
 from pathlib import Path
 from typing import Any
 
+from retrieval_lib.workbook.gates import gate_key
 from retrieval_lib.workbook.glossary import definition_of, unit_of
 from retrieval_lib.workbook.registry import notebook_spec
 from retrieval_lib.workbook.report import gate_state
@@ -86,7 +87,8 @@ def _problems(summary: dict[str, Any]) -> str:
     for g in summary.get("gates", []):
         if gate_state(g) != "failed":
             continue
-        items.append(f"<li><b>{_E(g['notebook'][:2])} · {_E(g['name'])}</b>: {_E(g.get('detail') or '')} "
+        items.append(f"<li data-gate=\"{_E(gate_key(g))}\"><b>{_E(g['notebook'][:2])} · {_E(g['name'])}</b>"
+                     f": {_E(g.get('detail') or '')} "
                      f"<code>{_E(rule_text(g))}</code><br><span class=\"hint\">What to do: "
                      f"{_E(gate_hint(g, summary.get('params_file')))}</span></li>")
     if not items:
@@ -103,7 +105,10 @@ def _gate_rows(gates: list[dict[str, Any]]) -> str:
         mark = {"passed": '<span class="pass">PASS</span>', "failed": '<span class="fail">FAIL</span>',
                 "not applicable": '<span class="na">N/A</span>'}[gate_state(g)]
         data = f"<td>{_E(provenance_text(g) or 'hand-written or none')}</td>" if drafted else ""
-        rows.append(f"<tr><td>{_E(g['notebook'])}</td><td>{_E(g['name'])}</td><td>{mark}</td>"
+        # rows are keyed by the gate's stable id (its name in a run written before ids): the same gate, whatever
+        # its threshold, has the same key in every run's page
+        rows.append(f"<tr data-gate=\"{_E(gate_key(g))}\"><td>{_E(g['notebook'])}</td><td>{_E(g['name'])}</td>"
+                    f"<td>{mark}</td>"
                     f"<td>{_E(rule_text(g))}</td><td>{_E(g.get('detail') or '')}</td>{data}</tr>")
     return "".join(rows) or '<tr><td colspan="5">no gates recorded</td></tr>'
 

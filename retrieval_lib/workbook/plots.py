@@ -22,15 +22,52 @@ draw figures without a display.
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
-from typing import Any, NamedTuple
+import functools
+from collections.abc import Callable, Mapping, Sequence
+from typing import Any, NamedTuple, TypeVar
 
-__all__ = ["score_histograms", "share_curves", "horizontal_bars", "annotated_heatmap", "GROUP_COLOURS",
-           "BarPanel", "threshold_bars", "latency_boxes", "count_histogram"]
+__all__ = ["plain_text", "plain_figure", "score_histograms", "share_curves", "horizontal_bars", "annotated_heatmap",
+           "GROUP_COLOURS", "BarPanel", "threshold_bars", "latency_boxes", "count_histogram"]
 
 #: Colours of the groups a figure compares, in order (in-domain, out-of-domain, ...).
 GROUP_COLOURS: tuple[str, ...] = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown")
 _THRESHOLD_COLOUR = "tab:red"
+
+
+def plain_text(fig: Any) -> Any:
+    """Show every text of ``fig`` as written: no mathtext, no TeX. Returns ``fig``.
+
+    Labels come from the team's collection (titles, file names, chunk text, queries drafted from them), and a
+    book about code is full of ``$``: ``mass="${mass}" ixx="${ixx}"`` in a URDF block. Matplotlib reads a label
+    with two dollar signs as mathtext and raises ``ValueError: ... Expected end of text, found '$'`` when it draws
+    it. :meth:`~retrieval_lib.workbook.report.NotebookReport.figure` calls this before it shows or saves a figure;
+    :func:`plain_figure` keeps a builder's own drawing (``tight_layout``) plain as well.
+    """
+    from matplotlib.text import Text
+
+    for text in fig.findobj(Text):
+        text.set_parse_math(False)
+        text.set_usetex(False)
+    return fig
+
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+def plain_figure(build: F) -> F:
+    """Decorate a function that builds a figure: every text it creates is drawn as written (see
+    :func:`plain_text`), also when the builder lays the figure out itself. Every figure builder of the package
+    carries it (``tests/test_plain_text.py`` finds them all)."""
+
+    @functools.wraps(build)
+    def plain(*args: Any, **kwargs: Any) -> Any:
+        import matplotlib
+
+        with matplotlib.rc_context({"text.parse_math": False, "text.usetex": False}):
+            return plain_text(build(*args, **kwargs))
+
+    plain.plain_figure = True  # type: ignore[attr-defined]
+    return plain  # type: ignore[return-value]
 
 
 def _finite(values: Sequence[float]) -> list[float]:
@@ -38,6 +75,7 @@ def _finite(values: Sequence[float]) -> list[float]:
     return [float(v) for v in values if v is not None and v == v]
 
 
+@plain_figure
 def score_histograms(panels: Sequence[tuple[str, Mapping[str, Sequence[float]]]], *, threshold: float | None = None,
                      threshold_label: str = "threshold", bins: int = 40,
                      xlabel: str = "similarity score (cosine, clipped to [0, 1])") -> Any:
@@ -69,6 +107,7 @@ def score_histograms(panels: Sequence[tuple[str, Mapping[str, Sequence[float]]]]
     return fig
 
 
+@plain_figure
 def share_curves(thresholds: Sequence[float], shares: Mapping[str, Sequence[float]], *,
                  threshold: float | None = None, threshold_label: str = "threshold",
                  band: tuple[float, float] | None = None, band_label: str = "gap",
@@ -103,6 +142,7 @@ def share_curves(thresholds: Sequence[float], shares: Mapping[str, Sequence[floa
     return fig
 
 
+@plain_figure
 def horizontal_bars(labels: Sequence[str], values: Sequence[float], *, colours: Sequence[str] | str = "tab:blue",
                     notes: Sequence[str] | None = None, xlabel: str = "", title: str = "",
                     xlim: tuple[float, float] | None = None, reference: float | None = None,
@@ -144,6 +184,7 @@ def horizontal_bars(labels: Sequence[str], values: Sequence[float], *, colours: 
     return fig
 
 
+@plain_figure
 def annotated_heatmap(values: Sequence[Sequence[float]], rows: Sequence[str], columns: Sequence[str], *,
                       texts: Sequence[Sequence[str]] | None = None, cmap: str = "RdYlGn", vmin: float = 0.0,
                       vmax: float = 1.0, title: str = "", colorbar_label: str = "") -> Any:
@@ -195,6 +236,7 @@ class BarPanel(NamedTuple):
     mark_label: str = "threshold"
 
 
+@plain_figure
 def threshold_bars(panels: Sequence[BarPanel], *, xlabel: str = "similarity score (0-1)",
                    xlim: tuple[float, float] = (0.0, 1.0)) -> Any:
     """Panels stacked on one value axis; each bar is green (passed) or red, with a dashed mark at its threshold.
@@ -230,6 +272,7 @@ def threshold_bars(panels: Sequence[BarPanel], *, xlabel: str = "similarity scor
     return fig
 
 
+@plain_figure
 def latency_boxes(series: Mapping[str, Sequence[float]], percentiles: Mapping[str, float], *, target: float,
                   target_label: str = "target", title: str = "latency per call", unit: str = "ms") -> Any:
     """Left: each series' per-call times as a box plot; right: the percentiles as bars; both on a log scale.
@@ -270,6 +313,7 @@ def latency_boxes(series: Mapping[str, Sequence[float]], percentiles: Mapping[st
     return fig
 
 
+@plain_figure
 def count_histogram(values: Sequence[float], *, marks: Mapping[str, float] | None = None, bins: int = 40,
                     xlabel: str = "", title: str = "") -> Any:
     """A histogram of counts (e.g. how often each chunk is retrieved) with a log-scaled count axis.

@@ -174,6 +174,13 @@ def _plan_chunks(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
                                    + x.headings(int(v["headings_per_file"])) + list(v.get("queries") or [])))
 
 
+def _plan_side_by_side(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    n.queries = x.golden(v["golden_set"], negatives=False)
+    n.formula = "the golden and extra queries, each asked of the collection once (the team's retriever embeds its own)"
+    n.conditional = ("+ the questions embedded as documents, when a retriever of the team's returns scores and chunk "
+                     "ids this collection holds (its query embedding is checked)")
+
+
 def _plan_judgments(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
     n.queries = x.query_sets(v["query_sets"], v["judged_query_set"]) + x.golden(v["golden_set"])
 
@@ -261,6 +268,16 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
         "14_compare", "Did retrieval get worse than the previous run, by more than noise?", (),
         ("compare", "compare_views"),
         ("baseline_run", "candidate_run", "compare_alpha", "compare_min_effect", "run_dir"), command="compare"),
+    NotebookSpec(
+        "15_side_by_side", "Does the chatbot retrieve what the collection holds?",
+        ("issue 32: the retrieval the chatbot runs",), ("side_by_side", "side_by_side_causes", "side_by_side_views"),
+        ("golden_set", "top_k", "compare_alpha", "run_dir"), plan=_plan_side_by_side),
+    NotebookSpec(
+        "16_book", "Does the collection hold the book as it is now?", ("issue 33: the book is the source of truth",),
+        ("book",),
+        ("book_docs", "book_sitemap", "book_base_url", "book_route_base", "golden_set", "changed_max_share",
+         "thin_min_coverage", "max_missing_pages", "max_gone_sources", "near_duplicate_cosine", "near_duplicate_top_k",
+         "max_near_duplicate_share", "run_dir"), command="book"),
 )
 
 _BY_NAME = {s.name: s for s in NOTEBOOKS}

@@ -21,7 +21,7 @@ import os
 from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, cast
 
 from retrieval_lib.collection import CollectionView
 from retrieval_lib.config import Settings, load_settings, resolve_run_dir
@@ -29,7 +29,17 @@ from retrieval_lib.embedding.cache import CachedEmbedder, EmbedUsage, QueryCache
 from retrieval_lib.embedding.providers import make_embedder
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.params import Provenance
+from retrieval_lib.retrievers import (
+    AnsweringSearch,
+    CollectionRetriever,
+    RetrieverSpec,
+    TalliedRetriever,
+    Tally,
+    open_retriever,
+    parse_spec,
+)
 from retrieval_lib.search import Retriever
+from retrieval_lib.workbook.plots import plain_text
 from retrieval_lib.workbook.registry import spec_for_stem
 
 __all__ = ["Gate", "gate_state", "MARKS", "NotebookReport", "NotebookRun", "open_run", "resolve_run_dir"]
@@ -69,6 +79,9 @@ class Gate:
         provenance: ``{"drafted": n, "reviewed": m}`` when the gate was computed on data that carries origins
             (``draft``, docs/drafting.md); the report shows drafted and reviewed entries apart. None for
             hand-written data.
+        id: the gate's stable identifier (``"<check>.<what>"``, e.g. ``"golden.passes"``): it never changes with
+            the threshold or the wording, so ``compare`` and the summary key on it. Empty for a gate recorded
+            without one.
     """
 
     name: str
@@ -81,6 +94,7 @@ class Gate:
     parameter: str | None = None
     hint: str | None = None
     provenance: dict[str, int] | None = None
+    id: str = ""
 
     def __str__(self) -> str:
         return f"[{MARKS[gate_state(self)]}] {self.name}: {self.detail}"
@@ -123,7 +137,7 @@ class NotebookReport:
 
     def gate(self, name: str, passed: bool | None, *, value: Any = None, threshold: Any = None, detail: str = "",
              rule: str = "", unit: str = "", parameter: str | None = None, hint: str | None = None,
-             provenance: Provenance | None = None, noun: str = "queries") -> Gate:
+             provenance: Provenance | None = None, noun: str = "queries", gate_id: str = "") -> Gate:
         """Record a pass/fail check; returns it (its ``str`` is a one-line verdict).
 
         ``provenance`` says how many of the entries the gate judged (``noun``: queries, negatives, topics) are
@@ -144,17 +158,17 @@ class NotebookReport:
             detail = f"{detail} ({said})" if detail else said
         g = Gate(name=name, passed=None if passed is None else bool(passed), value=_jsonable(value),
                  threshold=_jsonable(threshold), detail=detail,
-                 rule=rule, unit=unit, parameter=parameter, hint=hint, provenance=counts)
+                 rule=rule, unit=unit, parameter=parameter, hint=hint, provenance=counts, id=gate_id)
         self.gates.append(g)
         return g
 
-    def not_applicable(self, name: str, reason: str, *, parameter: str | None = None) -> Gate:
+    def not_applicable(self, name: str, reason: str, *, parameter: str | None = None, gate_id: str = "") -> Gate:
         """Record a gate that cannot be judged on this collection, and why (``passed`` is None).
 
         Use it when the input the gate judges is absent (a field the team never wrote, no metadata database, no
         golden set or judgments for this book): the gate neither passes nor fails.
         """
-        return self.gate(name, None, detail=f"not applicable: {reason}", parameter=parameter)
+        return self.gate(name, None, detail=f"not applicable: {reason}", parameter=parameter, gate_id=gate_id)
 
     def metric(self, name: str, value: Any, unit: str = "") -> Any:
         """Record a figure for the summary (rounded to 6 places in JSON); ``unit`` labels it in the report
@@ -170,9 +184,14 @@ class NotebookReport:
         return text
 
     def figure(self, fig: Any, name: str, *, show: bool = True) -> Path:
-        """Save a matplotlib figure as PNG under ``figures/``, show it inline, and close it."""
+        """Save a matplotlib figure as PNG under ``figures/``, show it inline, and close it.
+
+        Every text in it is drawn as written (:func:`~retrieval_lib.workbook.plots.plain_text`): labels from a
+        collection are never parsed as mathtext.
+        """
         import matplotlib.pyplot as plt
 
+        plain_text(fig)
         if show:
             try:
                 from IPython import get_ipython
@@ -265,6 +284,8 @@ class NotebookRun:
         self.report.specification = list(spec)
         self._settings = settings
         self._retriever: Retriever | None = None
+        self._asker: TalliedRetriever | None = None  # the profile's retriever (retrieval_lib.retrievers)
+        self._asked = Tally()  # what every asker this run opened answered (04 reopens it)
         self._embedders: list[CachedEmbedder] = []  # every embedder this run made (04 reopens its retriever)
         self._cache: Any = None
         self._cache_path = cache_file(self.report.run_dir) if run_dir else None  # interactive: this kernel only
@@ -281,7 +302,34 @@ class NotebookRun:
         return self._settings
 
     @property
+    def retriever_spec(self) -> RetrieverSpec:
+        """The profile's ``retriever:`` (``RETRIEVER_SPEC``), validated; ``kind: collection`` when none is given."""
+        return parse_spec(self.settings.retriever)
+
+    @property
+    def asker(self) -> TalliedRetriever:
+        """The profile's :class:`~retrieval_lib.retrievers.QuestionRetriever` (the collection itself by default),
+        counted: :meth:`finish` records whether a team's retriever answered every question (opened once)."""
+        if self._asker is None:
+            spec = self.retriever_spec
+            inner = (CollectionRetriever(self.collection_retriever) if spec.kind == "collection"
+                     else open_retriever(spec))
+            self._asker = TalliedRetriever(inner, self._asked)
+            self.report.context["retriever"] = inner.describe()
+        return self._asker
+
+    @property
     def retriever(self) -> Retriever:
+        """What the query notebooks search: the collection's :class:`~retrieval_lib.search.Retriever`, or, when
+        the profile names a team's retriever, an :class:`~retrieval_lib.retrievers.AnsweringSearch` over it (the
+        same ``search`` / ``search_many``; the rest, ``store``, ``embedder``..., is the collection's)."""
+        if self.retriever_spec.kind != "collection":
+            # duck-typed: AnsweringSearch answers search/search_many and hands the rest to the collection
+            return cast(Retriever, AnsweringSearch(self.asker, lambda: self.collection_retriever))
+        return self.collection_retriever
+
+    @property
+    def collection_retriever(self) -> Retriever:
         """The :class:`~retrieval_lib.search.Retriever` for the configured store and embedder (opened once)."""
         if self._retriever is None:
             if self._cache is None:
@@ -300,21 +348,27 @@ class NotebookRun:
 
     @property
     def store(self) -> CollectionView:
-        """The retriever's store, read through the collection's payload roles (never written)."""
-        return self.retriever.store
+        """The collection's store, read through the collection's payload roles (never written)."""
+        return self.collection_retriever.store
 
     @property
     def collection(self) -> str:
         return str(self.settings.collection_name)
 
     def describe(self) -> str:
-        """One line naming what is validated: collection, store location, embedder."""
-        r = self.retriever
+        """One line naming what is validated: collection, store location, embedder (or the team's retriever)."""
+        if self.retriever_spec.kind != "collection":
+            return (f"the chatbot's retriever: {self.asker.describe()}; collection {self.collection!r} where a "
+                    "notebook reads the collection itself")
+        r = self.collection_retriever
         return (f"collection {r.collection!r} at {r.store.location} ({r.store.kind}); "
                 f"embedder {r.embedder.provider} / {r.embedder.model} ({r.embedder.dimension} dimensions)")
 
     def close(self) -> None:
-        """Release the store (and the embedded folder's lock)."""
+        """Release the store (and the embedded folder's lock), and the team's retriever (its child, its client)."""
+        if self._asker is not None:
+            self._asker.close()
+            self._asker = None
         if self._retriever is not None:
             self._retriever.close()
             self._retriever = None
@@ -333,13 +387,33 @@ class NotebookRun:
                 "the run's query cache" if self._cache_path else "this kernel's query cache")
 
     def finish(self) -> str:
-        """Save the report, close the store, and return the gates and findings as text."""
+        """Save the report, close the store, and return the gates and findings as text.
+
+        When the questions went to a team's retriever, a gate ``retriever.answered`` says whether it answered
+        every one (failing with the count and the first error)."""
+        self._record_answered()
         self._record_usage()
         self.report.save()
         self.finished = True
         self.close()
         self._unregister_hook()
         return self.report.summary()
+
+    def _record_answered(self) -> None:
+        tally = self._asked
+        if self.retriever_spec.kind == "collection" or not tally.asked:
+            return
+        failed = tally.failed
+        self.report.context["retriever"] = tally.describe
+        detail = f"{tally.asked - failed} of {tally.asked} questions answered by {tally.describe}"
+        if failed:
+            kinds = ", ".join(f"{k} x{n}" for k, n in tally.kinds.most_common())
+            detail += f"; {failed} failed ({kinds}); the first: {tally.first_error}"
+        self.report.gate("the chatbot's retriever answered every question", failed == 0,
+                         value=tally.asked - failed, threshold=tally.asked, rule=">=", unit="questions",
+                         detail=detail, gate_id="retriever.answered",
+                         hint=None if not failed else "see the first error: start the endpoint, fix the URL, the "
+                         "function or the mapping (python -m retrieval_lib retriever --params P probes it)")
 
     # ------------------------------------------------------------------ kernel hook
     def _on_cell(self, result: Any) -> None:
@@ -385,6 +459,9 @@ def _display_for_reports() -> None:
     except ImportError:  # pragma: no cover - pandas is a pinned dependency
         return
     pd.set_option("display.max_colwidth", None)
+    # a `$` in a chunk's text is text: JupyterLab would typeset `$...$` in a table's HTML as mathematics
+    pd.set_option("display.html.use_mathjax", False)
+    pd.set_option("styler.html.mathjax", False)
 
 
 def open_run(notebook: str, run_dir: str | os.PathLike[str] | None = None, *, title: str | None = None,

@@ -36,6 +36,7 @@ from retrieval_lib.embedding.cache import cache_file, embedding_totals, prefetch
 from retrieval_lib.errors import ConfigurationError, RetrievalError, ValidationError
 from retrieval_lib.params import RESERVED_KEYS, Profile
 from retrieval_lib.params import load_profile as _load_profile
+from retrieval_lib.retrievers import parse_spec
 from retrieval_lib.workbook.index_page import render_index
 from retrieval_lib.workbook.registry import spec_for_stem
 
@@ -119,7 +120,10 @@ def load_profile(params_file: str | os.PathLike[str] | None, notebook_dir: Path 
     unknown = [nb for nb, spec in zip(every, known) if spec is None]
     if unknown:
         declared |= set().union(*declared_parameters(unknown).values())
-    return _load_profile(params_file or DEFAULT_PARAMS, declared=declared)
+    profile = _load_profile(params_file or DEFAULT_PARAMS, declared=declared)
+    if profile.values.get("retriever") is not None:  # a bad retriever stops the run before it starts
+        parse_spec(profile.values["retriever"], profile=str(profile.path))
+    return profile
 
 
 def _new_run_dir(parent: Path, profile: str) -> Path:

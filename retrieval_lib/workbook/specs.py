@@ -8,9 +8,7 @@ retrieval HTTP API) and 004 (embedding retrieval data model). Notebooks name the
 
 from __future__ import annotations
 
-import re
-
-__all__ = ["GLOSSARY", "SEEDS", "explain", "codes_in"]
+__all__ = ["GLOSSARY", "SEEDS", "explain"]
 
 SEEDS: dict[str, str] = {
     "seed 000": "Retrieval & query validation for the RAG chatbot (user stories, FR-001…012, SC-001…008)",
@@ -53,17 +51,8 @@ GLOSSARY: dict[str, str] = {
     "seed 003 SC-008": "10 concurrent searches complete without errors",
 }
 
-_CODE = re.compile(r"seed 00[0-4](?: (?:US\d|FR-\d{3}|SC-\d{3}))?")
-
 
 def explain(code: str) -> str:
     """What ``code`` (e.g. ``"seed 000 SC-003"``) asks; a ``ValueError``-free lookup that says when it is unknown."""
     return GLOSSARY.get(code) or SEEDS.get(code) or f"{code} (not in the glossary; see shared/seeds/)"
 
-
-def codes_in(text: str) -> list[str]:
-    """The specification codes cited in ``text``, in order of first appearance."""
-    seen: dict[str, None] = {}
-    for match in _CODE.finditer(text):
-        seen.setdefault(match.group(0), None)
-    return list(seen)

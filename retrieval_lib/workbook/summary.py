@@ -13,7 +13,7 @@ from typing import Any
 from retrieval_lib.workbook.report import gate_state
 
 __all__ = ["Verdict", "verdict", "format_value", "rule_text", "gate_hint", "terminal_lines", "embedding_text",
-           "duration_text", "validated_text", "provenance_text", "data_text"]
+           "duration_text", "validated_text", "provenance_text", "data_text", "docs_reference"]
 
 _AT_LEAST = {">=": "at least", ">": "more than"}
 _AT_MOST = {"<=": "at most", "<": "less than"}
@@ -92,6 +92,12 @@ def rule_text(gate: dict[str, Any]) -> str:
     return f"{value} {symbols[rule]} {format_value(gate.get('threshold'), unit)}"
 
 
+def docs_reference(gate: dict[str, Any]) -> str:
+    """Where docs/gates.md explains ``gate``: "When a gate fails", and its row by id when the gate has one."""
+    gid = gate.get("id")
+    return 'docs/gates.md, "When a gate fails"' + (f", gate `{gid}`" if gid else "")
+
+
 def gate_hint(gate: dict[str, Any], params_file: str | None = None) -> str:
     """What to change when ``gate`` failed: the check's own hint, else one computed from its rule and parameter.
 
@@ -113,11 +119,11 @@ def gate_hint(gate: dict[str, Any], params_file: str | None = None) -> str:
         else:
             need, direction = "exactly", "set"
         return (f"measured {format_value(value, unit)} where `{param}` asks for {need} "
-                f"{format_value(threshold, unit)}: fix the collection (docs/gates.md, \"When a gate fails\"), or, if "
+                f"{format_value(threshold, unit)}: fix the collection ({docs_reference(gate)}), or, if "
                 f"{format_value(value, unit)} is acceptable, {direction} `{param}` to {format_value(value)}{where}")
     if param:
-        return f"see docs/gates.md, \"When a gate fails\"; the bar is set by `{param}`{where}"
-    return "see docs/gates.md, \"When a gate fails\", for what this gate means and what usually causes it"
+        return f"see {docs_reference(gate)}; the bar is set by `{param}`{where}"
+    return f"see {docs_reference(gate)}, for what this gate means and what usually causes it"
 
 
 def duration_text(seconds: float | None) -> str:
@@ -194,7 +200,8 @@ def terminal_lines(summary: dict[str, Any], *, quiet: bool = False) -> list[str]
             lines.append(f"  {o['notebook']} raised an error: {o.get('error') or 'unknown error'}")
     for g in failed:
         nb = str(g.get("notebook", ""))[:2]
-        lines.append(f"  {nb} {g['name']}: {g.get('detail') or rule_text(g)}")
+        named = f" [{g['id']}]" if g.get("id") else ""  # the id finds the gate in docs/gates.md and in compare
+        lines.append(f"  {nb} {g['name']}{named}: {g.get('detail') or rule_text(g)}")
     if data_text(summary):
         lines.append(f"  data: {data_text(summary)}")
     skipped = summary.get("notebooks_not_run") or []

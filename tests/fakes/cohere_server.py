@@ -110,6 +110,10 @@ request gets ``"ok"``; :meth:`FakeCohere.always` overrides both):
 * ``("dim", n)`` -- 200, valid structure, vectors of dimension n.
 * ``"count_mismatch"`` -- 200, one vector fewer than texts.
 
+``per_text_delay`` (seconds, default 0) makes every embed answer wait that long per
+text before it is sent (a server whose time grows with the batch; at most
+``hang_cap``, waking at once on shutdown).
+
 ``fake.requests`` records every request: ``{"path", "method", "headers"
 (lower-case keys), "json" (parsed body or None), "time" (time.monotonic()),
 "behaviour"}``. Shutdown takes well under 2 s, even with a request hanging.
@@ -325,13 +329,19 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour == "count_mismatch":
             vectors = vectors[:-1]
         n_tokens = sum(len(_TOKEN_RE.findall(t)) for t in texts)
-        self._send_json(200, {
+        if fake.per_text_delay:  # a server whose answer takes longer the more texts a request carries
+            fake._stop.wait(min(fake.hang_cap, fake.per_text_delay * len(texts)))
+        answer = {
             "id": str(uuid.uuid4()),
             "embeddings": {"float": vectors},
             "texts": list(texts),
             "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": n_tokens}},
             "response_type": "embeddings_by_type",
-        })
+        }
+        try:
+            self._send_json(200, answer)
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (its timeout)
+            self.close_connection = True
 
 
 class FakeCohere:
@@ -342,8 +352,9 @@ class FakeCohere:
     """
 
     def __init__(self, dim: int = 1024, script: list | None = None, hang_cap: float = 30.0,
-                 input_type_weight: float = _INPUT_TYPE_WEIGHT):
+                 input_type_weight: float = _INPUT_TYPE_WEIGHT, per_text_delay: float = 0.0):
         self.dim = dim
+        self.per_text_delay = max(0.0, float(per_text_delay))
         self.input_type_weight = input_type_weight
         self.hang_cap = min(float(hang_cap), 30.0)
         self.requests: list[dict] = []

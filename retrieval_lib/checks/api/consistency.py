@@ -13,6 +13,7 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval_lib.checks.gates import API_METADATA
 from retrieval_lib.collection import CollectionView
 from retrieval_lib.config import Settings
 from retrieval_lib.stores.metadata import (
@@ -141,13 +142,13 @@ def check(settings: Settings, store: Any, collection: str, *, table: str = "chun
 def record(report: NotebookReport, result: MetadataConsistency) -> None:
     """Gate: every point has its row, every row its point, and the fields agree; counts as metrics."""
     if result.not_applicable:
-        report.not_applicable("metadata rows and vector points agree", result.not_applicable)
+        API_METADATA.not_applicable(report, result.not_applicable)
         return
     for name in ("points", "rows", "points_without_row", "rows_without_point", "unkeyed_points", "differing"):
         report.metric(f"metadata_{name}", getattr(result, name))
     differing = ", ".join(f"{k} {n}" for k, n in sorted(result.differing_fields.items())) or "none"
-    report.gate(
-        "metadata rows and vector points agree", result.consistent, value=result.points_without_row
+    API_METADATA.record(
+        report, result.consistent, value=result.points_without_row
         + result.rows_without_point + result.differing + result.unkeyed_points, threshold=0, rule="==",
         detail=(f"{result.points} points, {result.rows} rows: {result.points_without_row} points without a row, "
                 f"{result.rows_without_point} rows without a point, fields differing: {differing}"),

@@ -18,6 +18,16 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from retrieval_lib.checks.api.client import Answer, ApiClient, error_view, health_dependencies, ranking_of, results_of
+from retrieval_lib.checks.gates import (
+    API_CONCURRENT,
+    API_FIELDS,
+    API_GOLDEN,
+    API_HEALTH,
+    API_INVALID,
+    API_OVERHEAD,
+    API_REPEATS,
+    API_TOP_K,
+)
 from retrieval_lib.models import SEED003_FIELDS
 from retrieval_lib.percentile import percentile
 from retrieval_lib.search import Retriever, same_ranking
@@ -77,17 +87,21 @@ class ApiValidation:
     library_ms: list[float] = field(default_factory=list)
     #: whether the queries were a golden set's (False: the book has none, and a generic question probed it)
     golden: bool = True
+    #: seed-003 fields the collection cannot give (none of the payload roles they come from), with why: not judged
+    unheld: dict[str, str] = field(default_factory=dict)
 
     def missing_fields(self) -> list[str]:
-        """``query: field`` for every seed-003 field a result lacks (or holds empty), and answers with no results."""
+        """``query: field`` for every seed-003 field a result lacks (or holds empty), and answers with no results;
+        a field in :attr:`unheld` is not judged (the collection never wrote what it comes from)."""
         out = []
+        judged = [f for f in SEED003_FIELDS if f not in self.unheld]
         for query, answer in self.answers.items():
             results = results_of(answer.body)
             if not answer.ok or not results:
                 out.append(f"{query}: no results (HTTP {answer.status})")
                 continue
             for r in results:
-                out += [f"{query}: {f}" for f in SEED003_FIELDS if r.get(f) in (None, "")]
+                out += [f"{query}: {f}" for f in judged if r.get(f) in (None, "")]
         return sorted(set(out))
 
     def ranking_mismatches(self) -> list[str]:
@@ -95,6 +109,18 @@ class ApiValidation:
         if self.library is None:
             return []
         return [q for q, a in self.answers.items() if not same_ranking(ranking_of(a.body), self.library[q])]
+
+
+#: The payload roles each seed-003 field is made from (any one suffices; chunk_id and score always exist).
+_FIELD_ROLES: dict[str, tuple[str, ...]] = {
+    "snippet": ("content",), "source_path": ("source_file",), "slug": ("source_url", "source_file"),
+    "title": ("title",)}
+
+
+def unheld_fields(held: Sequence[str]) -> dict[str, str]:
+    """The seed-003 fields a collection holding the payload roles ``held`` cannot give, each with the reason."""
+    return {name: f"the collection holds no {' and no '.join(roles)} to make it from"
+            for name, roles in _FIELD_ROLES.items() if not set(roles) & set(held)}
 
 
 def _library_ranking(library: Retriever, query: str) -> list[tuple[str, float]]:
@@ -142,6 +168,7 @@ def validate_service(client: ApiClient, queries: Sequence[str], *, library: Retr
         library={q: _library_ranking(library, q) for q in queries} if library is not None else None,
         top_k=top_k, errors=errors, unstable=sorted(set(unstable)), concurrent=concurrent,
         http_ms=http_ms, library_ms=library_ms, golden=golden,
+        unheld=unheld_fields(library.held_fields()) if library is not None else {},
     )
 
 
@@ -211,44 +238,46 @@ def record(report: NotebookReport, v: ApiValidation, *, max_overhead_ms: float,
     deps = v.dependencies
     down = [name for name, up in deps.items() if up is False]
     named = ", ".join(f"{k} {'up' if up else 'down' if up is False else 'unreported'}" for k, up in deps.items())
-    report.gate("/health answers 200 and names its dependencies", v.health.status == 200 and len(deps) >= 2
-                and not down, value=v.health.status, threshold=200, rule="==",
-                detail=f"HTTP {v.health.status}; dependencies: {named or 'none named'}",
-                hint="a seed-003 health check names the vector store and the database and says whether each is up")
+    API_HEALTH.record(report, v.health.status == 200 and len(deps) >= 2 and not down, value=v.health.status,
+                      threshold=200, rule="==", detail=f"HTTP {v.health.status}; dependencies: {named or 'none named'}",
+                      hint="a seed-003 health check names the vector store and the database and says whether each "
+                           "is up")
 
     missing = v.missing_fields()
-    report.gate("every result carries the seed-003 fields", not missing, value=len(missing), threshold=0, rule="==",
-                detail=("all of " + ", ".join(SEED003_FIELDS) + f" in every result of {len(v.answers)} queries")
-                if not missing else "missing: " + "; ".join(missing[:5]))
+    API_FIELDS.record(report, not missing, value=len(missing), threshold=0, rule="==",
+                      detail=("all of " + ", ".join(f for f in SEED003_FIELDS if f not in v.unheld)
+                              + f" in every result of {len(v.answers)} queries"
+                              + (f" ({', '.join(v.unheld)} not judged: see the findings)" if v.unheld else ""))
+                      if not missing else "missing: " + "; ".join(missing[:5]))
+    for name, why in v.unheld.items():
+        report.finding(f"seed-003 field {name!r} not judged: {why}")
     if v.library is not None and not v.golden:
-        report.not_applicable("the golden queries rank as the library does",
-                              "no golden set for this book: the service was probed with a generic question")
+        API_GOLDEN.not_applicable(report, "no golden set for this book: the service was probed with a generic question")
     elif v.library is not None:
         wrong = v.ranking_mismatches()
-        report.gate("the golden queries rank as the library does", not wrong, value=len(v.answers) - len(wrong),
-                    threshold=len(v.answers), rule="==", unit="queries",
-                    detail=f"{len(v.answers) - len(wrong)} of {len(v.answers)} give the library's chunk ids in its "
-                           "order" + (f"; differ: {', '.join(map(repr, wrong[:3]))}" if wrong else ""))
+        API_GOLDEN.record(report, not wrong, value=len(v.answers) - len(wrong), threshold=len(v.answers), rule="==",
+                          unit="queries",
+                          detail=f"{len(v.answers) - len(wrong)} of {len(v.answers)} give the library's chunk ids in "
+                                 "its order" + (f"; differ: {', '.join(map(repr, wrong[:3]))}" if wrong else ""))
 
     counts = {k: len(results_of(a.body) or []) for k, a in v.top_k.items()}
     top_ok = all(a.ok for a in v.top_k.values()) and (counts["default"], counts["3"], counts["50"]) == (
         _DEFAULT_TOP_K, 3, _CAP)
-    report.gate("top_k: 5 by default, 3 when asked, capped at 20", top_ok,
-                detail=f"default gave {counts['default']}, top_k 3 gave {counts['3']}, top_k 50 gave {counts['50']}")
+    API_TOP_K.record(report, top_ok, detail=f"default gave {counts['default']}, top_k 3 gave {counts['3']}, "
+                                            f"top_k 50 gave {counts['50']}")
 
     bad = [name for name, a in v.errors.items() if not _error_ok(a)]
-    report.gate("invalid input is 400 with an error type and message", not bad, value=len(v.errors) - len(bad),
-                threshold=len(v.errors), rule="==", unit="cases",
-                detail=f"{len(v.errors) - len(bad)} of {len(v.errors)} cases" + (
-                    "; wrong: " + ", ".join(f"{n} (HTTP {v.errors[n].status})" for n in bad) if bad else ""))
+    API_INVALID.record(report, not bad, value=len(v.errors) - len(bad), threshold=len(v.errors), rule="==",
+                       unit="cases", detail=f"{len(v.errors) - len(bad)} of {len(v.errors)} cases" + (
+                           "; wrong: " + ", ".join(f"{n} (HTTP {v.errors[n].status})" for n in bad) if bad else ""))
 
-    report.gate("repeated queries give identical answers", not v.unstable, value=len(v.unstable), threshold=0,
-                rule="==", unit="queries", detail=(f"{len(v.answers)} queries repeated, every answer identical"
-                                                   if not v.unstable else "differ: " + ", ".join(v.unstable[:3])))
+    API_REPEATS.record(report, not v.unstable, value=len(v.unstable), threshold=0, rule="==", unit="queries",
+                       detail=(f"{len(v.answers)} queries repeated, every answer identical"
+                               if not v.unstable else "differ: " + ", ".join(v.unstable[:3])))
     for c in v.concurrent:
-        report.gate(f"{c.n} concurrent requests: no error, the serial answers", c.errors == 0 and c.mismatched == 0,
-                    value=c.errors + c.mismatched, threshold=0, rule="==", unit="requests",
-                    detail=f"{c.errors} errors, {c.mismatched} answers unlike the serial ones")
+        API_CONCURRENT.record(report, c.errors == 0 and c.mismatched == 0, fill={"n": c.n}, item=c.n,
+                              value=c.errors + c.mismatched, threshold=0, rule="==", unit="requests",
+                              detail=f"{c.errors} errors, {c.mismatched} answers unlike the serial ones")
         report.metric(f"concurrent_{c.n}_throughput_qps", c.throughput)
 
     http = {q: _p(v.http_ms, q) for q in (50, 95)}
@@ -260,10 +289,9 @@ def record(report: NotebookReport, v: ApiValidation, *, max_overhead_ms: float,
         report.metric("library_p95_ms", lib[95])
         overhead = http[50] - lib[50]
         report.metric("overhead_p50_ms", overhead)
-        report.gate("the HTTP layer adds little to the library's latency (p50)", overhead <= max_overhead_ms,
-                    value=overhead, threshold=max_overhead_ms, rule="<=", unit="ms", parameter="api_max_overhead_ms",
-                    detail=f"p50 {http[50]:.1f} ms over HTTP against {lib[50]:.1f} ms in-process; p95 "
-                           f"{http[95]:.1f} ms against {lib[95]:.1f} ms")
+        API_OVERHEAD.record(report, overhead <= max_overhead_ms, value=overhead, threshold=max_overhead_ms, rule="<=",
+                            unit="ms", detail=f"p50 {http[50]:.1f} ms over HTTP against {lib[50]:.1f} ms in-process; "
+                                              f"p95 {http[95]:.1f} ms against {lib[95]:.1f} ms")
     sent = len(v.answers) + len(v.errors) + 2
     report.finding(f"{sent} probes of the contract, {sum(c.n for c in v.concurrent)} concurrent and "
                    f"{len(v.http_ms)} timed searches were sent over HTTP; {len(report.gates)} gates judged them")

@@ -31,6 +31,8 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the facts as JSON (the mapping as payload_fields)")
     p.add_argument("--write-profile", type=Path, metavar="FILE",
                    help="write a parameter profile for this collection (its name, the mapping) to FILE")
+    p.add_argument("--book", metavar="DIR", help="a docs folder (or a sitemap.xml): say how each source maps onto "
+                                                  "its pages, with counts (the book check, notebook 16)")
     p.set_defaults(func=run)
 
 
@@ -49,19 +51,28 @@ def run(args: argparse.Namespace) -> int:
         found = inspect_collection(view, settings.collection_name, embedder,
                                    alternatives=[LocalEmbedder, E5Embedder], metadata_db=metadata_db,
                                    progress=None if quiet else (lambda line: print(f"… {line}", file=sys.stderr)))
+        matched = book_mapping(view, settings.collection_name, args.book) if getattr(args, "book", None) else None
     if args.write_profile:
-        write_profile(args.write_profile, found)
+        write_profile(args.write_profile, found, book=getattr(args, "book", None))
     if args.json:
-        print_json(found.as_dict())
+        print_json({**found.as_dict(), **({"book": matched} if matched is not None else {})})
     else:
         print("\n".join(lines(found)))
+        if matched is not None:
+            print("\n".join(book_lines(matched)))
         if args.write_profile:
             print(f"\nprofile written: {args.write_profile} (run it: python -m retrieval_lib run --params "
                   f"{args.write_profile})")
     return 0
 
 
-def write_profile(path: Path, found: Inspection) -> None:
+def book_keys(book: str | None) -> dict[str, str]:
+    """A profile's ``book_docs`` / ``book_sitemap`` for ``--book`` (a folder, or a sitemap file or URL)."""
+    sitemap = book is not None and (book.endswith(".xml") or book.startswith(("http://", "https://")))
+    return {"book_docs": "" if book is None or sitemap else book, "book_sitemap": book if sitemap and book else ""}
+
+
+def write_profile(path: Path, found: Inspection, book: str | None = None) -> None:
     """A parameter profile for this collection: its name, the mapping, and what the sample book's do not fit."""
     profile: dict[str, Any] = {
         "profile": found.collection,
@@ -70,12 +81,19 @@ def write_profile(path: Path, found: Inspection) -> None:
         # the sample book's golden set, query sets and judgments describe another book: not applicable here
         "golden_set": "",
         "judgments": f"params/judgments/{found.collection}.yaml",
+        # 07's size gate judges this collection by its own count, not by the sample book's 150 points: a later
+        # ingest that stops early falls below it
+        "min_points": found.points,
+        # the book check (16) compares the collection with its book: the one `--book` named, or none (not
+        # applicable, never the sample book)
+        **book_keys(book),
     }
     head = (f"# Written by `python -m retrieval_lib inspect` on {datetime.now(UTC):%Y-%m-%d} for collection "
             f"{found.collection!r}.\n# payload_fields: which of its payload keys holds each field the workbook "
             "reads (edit if a guess is wrong).\n# golden_set: none for this book yet; judgments: its own file, "
             "empty until someone grades results in notebook 13.\n# Their gates are not applicable until then; every "
-            "other value is the notebooks' default.\n")
+            "other value is the notebooks' default,\n# except min_points: the points counted today (07 then fails "
+            "when a re-ingest holds fewer).\n")
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(head + yaml.safe_dump(profile, sort_keys=False, allow_unicode=True), encoding="utf-8")
 
@@ -130,4 +148,35 @@ def lines(f: Inspection) -> list[str]:
     out.append("bad data: " + ("; ".join(problems) if problems else "none found"))
     out += ["", "what can be checked:"]
     out += [f"  {'yes' if c['can'] else 'no ':3}  {c['check']}: {c['why']}" for c in f.checkable]
+    return out
+
+
+def book_mapping(view: Any, collection: str, book: str) -> dict[str, Any]:
+    """How each of the collection's sources maps onto the pages of ``book`` (a docs folder, or a sitemap file or
+    URL ending in ``.xml``): counts per way of matching, the inferred URL base path, every source."""
+    from retrieval_lib.book import map_sources, read_chunks, read_docs, read_sitemap, resolve_docs
+
+    is_sitemap = book.endswith(".xml") or book.startswith(("http://", "https://"))
+    pages = read_sitemap(book) if is_sitemap else read_docs(resolve_docs(book) or book)
+    bmap = map_sources(pages, read_chunks(view, collection))
+    return {"book": pages.kind, "pages": len(pages.pages), "route_base": pages.route_base,
+            "base_path": bmap.base_path, "base_origin": bmap.base_origin, "counts": bmap.counts(),
+            "problem": bmap.problem, "unreadable_pages": pages.problems,
+            "pages_without_chunks": len(pages.pages) - len(bmap.page_chunks),
+            "sources": [{"source": m.source, "chunks": m.chunks, "page": m.page, "how": m.how, "hint": m.hint}
+                        for m in bmap.sources]}
+
+
+def book_lines(m: dict[str, Any]) -> list[str]:
+    """The mapping onto the book as a person reads it."""
+    counts = ", ".join(f"{n} by {how}" for how, n in sorted(m["counts"].items()))
+    out = ["", f"the book ({m['book']}, {m['pages']} pages, route base {m['route_base']}): {len(m['sources'])} "
+               f"sources mapped: {counts}; URL base path {m['base_path'] or '(none)'} ({m['base_origin']}); "
+               f"{m['pages_without_chunks']} pages without a chunk"]
+    if m["problem"]:
+        out.append(f"  problem: {m['problem']}")
+    out += [f"  unreadable page: {line}" for line in m["unreadable_pages"]]
+    for row in m["sources"][:200]:
+        out.append(f"  {row['how']:24} {row['source']} -> {row['page'] or '(no page)'}"
+                   + (f"  ({row['hint']})" if row["hint"] else ""))
     return out

@@ -192,11 +192,12 @@ def plan_run(params: dict[str, Any], notebooks: Sequence[Path], settings: Any, *
         ParamsError: a golden set or query set named by the params cannot be read.
         CollectionNotFoundError, VectorStoreError: the collection cannot be read (03's headings, 09's sample).
     """
-    from retrieval_lib.embedding.providers import batch_limit
+    from retrieval_lib.embedding.providers import planned_batch
     from retrieval_lib.stores import open_store
 
     provider, model = settings.embedding_provider, settings.embedding_model
-    plan = RunPlan(provider, str(model), batch_limit(provider), [], [])
+    # the size the configured embedder starts with (EMBEDDING_BATCH_SIZE, a local server's batch, or the vendor's)
+    plan = RunPlan(provider, str(model), planned_batch(settings), [], [])
     inputs = _Inputs(plan, lambda: open_store(settings), settings.collection_name, store)
     try:
         for nb in notebooks:
@@ -216,7 +217,10 @@ def prefetch_queries(params: dict[str, Any], notebooks: Sequence[Path], settings
 
 def lines(plan: RunPlan) -> list[str]:
     """The plan as a table a person reads: one row per notebook, then the totals."""
-    per_call = (f"at most {plan.batch} texts per call, {plan.provider}'s limit" if plan.remote
+    from retrieval_lib.embedding.providers import batch_limit
+
+    own = "'s limit" if plan.batch == batch_limit(plan.provider) else "'s batch here (EMBEDDING_BATCH_SIZE or its URL)"
+    per_call = (f"at most {plan.batch} texts per call, {plan.provider}{own}" if plan.remote
                 else "one call per batch of texts, any number")
     bill = "an API bill" if plan.remote else "a model on this machine: no API bill"
     out = [f"embedding plan: {plan.provider} / {plan.model} ({bill}); {per_call}",
@@ -256,6 +260,83 @@ def draft_line(plan: RunPlan) -> str:
             + ", once (cached in DIR/cache/)")
 
 
+# --------------------------------------------------------------------------- what a run asks of a Qdrant server
+
+#: Requests each notebook sends a Qdrant server, measured with params/demo.yaml on the sample collection (470 points,
+#: so every whole-collection pass is one page) over the loopback server (``tests/fakes/qdrant_rest.py``), one
+#: notebook per run: (other reads: collection info, counts, facets, retrieves; whole-collection passes; searches:
+#: query and batched-query requests), by the registry's notebook name. The API notebook counts what the workbook
+#: and the service it starts send together. Measured
+#: 2026-11-27: 541 requests and 69 MB of bodies in all (``benchmarks/bench_http.py --full-run`` measures a whole run).
+QDRANT_REQUESTS: dict[str, tuple[int, int, int]] = {
+    "collection": (4, 2, 0),
+    "query": (4, 1, 3),
+    "score_distributions": (4, 1, 2),
+    "source_coverage": (8, 3, 2),
+    "consistency": (8, 2, 50),
+    "golden_set": (15, 2, 1),
+    "latency": (4, 1, 227),  # one query at a time: it times them
+    "collection_health": (18, 2, 0),
+    "api": (10, 2, 66),
+    "embedding_contract": (6, 3, 1),
+    "reachability": (7, 4, 9),
+    "ann_recall": (9, 2, 14),
+    "chunk_quality": (8, 4, 6),
+    "judgments": (9, 2, 2),
+    "compare": (0, 0, 0),  # compares two run folders: it opens no store (checks/compare*.py)
+    "side_by_side": (0, 0, 0),  # no retriever of the team's in params/demo.yaml: nothing asked
+    "book": (2, 3, 8),
+}
+
+
+def qdrant_estimate(plan: RunPlan, points: int) -> list[dict[str, Any]]:
+    """Each planned notebook's Qdrant requests on a server holding ``points`` points, an estimate:
+    ``other + passes x ceil(points / SERVER_PAGE) + searches`` from :data:`QDRANT_REQUESTS` (measured on the sample
+    collection). Searches are batched, so they do not grow with the collection; passes do, a page per
+    ``SERVER_PAGE`` points. A notebook not measured has ``requests`` None."""
+    from retrieval_lib.stores.scan import SERVER_PAGE
+
+    pages = max(1, math.ceil(points / SERVER_PAGE))
+    out: list[dict[str, Any]] = []
+    for n in plan.notebooks:
+        spec = spec_for_stem(n.notebook)
+        known = QDRANT_REQUESTS.get(spec.name) if spec is not None else None
+        if known is None:
+            out.append({"notebook": n.notebook, "requests": None, "formula": "not measured"})
+            continue
+        other, passes, searches = known
+        out.append({"notebook": n.notebook, "requests": other + passes * pages + searches,
+                    "formula": f"{other} reads + {passes} pass(es) x {pages} page(s) + {searches} searches"})
+    return out
+
+
+def qdrant_lines(estimate: list[dict[str, Any]], points: int, location: str) -> list[str]:
+    """:func:`qdrant_estimate` as lines beside the embedding plan."""
+    from retrieval_lib.stores.scan import SERVER_PAGE
+
+    total = sum(e["requests"] or 0 for e in estimate)
+    out = [f"Qdrant requests (a server, {location}: {points:,} points, pages of {SERVER_PAGE:,}), an estimate "
+           "measured per notebook on the sample collection over HTTP; a whole-collection pass grows with the "
+           "collection, batched searches do not; a facet on a field without a keyword index becomes a pass"]
+    out += [f"{e['notebook']:24} {e['requests'] if e['requests'] is not None else '?':>5}  {e['formula']}"
+            for e in estimate]
+    unknown = [e["notebook"] for e in estimate if e["requests"] is None]
+    out.append(f"total: about {total} Qdrant requests" + (f" (not measured: {', '.join(unknown)})" if unknown
+                                                          else ""))
+    return out
+
+
+def _server_estimate(plan: RunPlan, settings: Any) -> tuple[list[dict[str, Any]], int, str] | None:
+    """The Qdrant estimate when the settings name a server (one count request), else None."""
+    if not getattr(settings, "qdrant_url", None):
+        return None
+    from retrieval_lib.stores import open_store
+
+    with open_store(settings) as store:
+        points = store.count(settings.collection_name)
+        return qdrant_estimate(plan, points), points, store.location
+
+
 def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p = add(sub, NAME, "the embed calls and texts a run will make, per notebook, without making them",
             "Work out, for a parameter profile and the configured embedding provider, the embed calls and texts "
@@ -276,9 +357,13 @@ def run(args: argparse.Namespace) -> int:
 
     selected = list_notebooks(args.notebooks)
     profile = load_profile(args.params)
-    plan = plan_run(profile.values, selected, load_settings())
+    settings = load_settings()
+    plan = plan_run(profile.values, selected, settings)
+    server = _server_estimate(plan, settings)
     if getattr(args, "json", False):
-        print_json(plan.as_dict())
+        print_json(plan.as_dict() | ({"qdrant": {"points": server[1], "notebooks": server[0],
+                                                  "total": sum(e["requests"] or 0 for e in server[0])}}
+                                     if server else {}))
     else:
-        print("\n".join(lines(plan)), file=sys.stdout)
+        print("\n".join(lines(plan) + (qdrant_lines(*server) if server else [])), file=sys.stdout)
     return 0

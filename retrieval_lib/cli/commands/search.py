@@ -1,9 +1,15 @@
-"""``python -m retrieval_lib search QUERY``: one query, its ranked chunks with their source and section."""
+"""``python -m retrieval_lib search QUERY``: one query, its ranked chunks with their source and section.
+
+With ``--params P`` the profile's collection is searched, or, when the profile names a team's ``retriever:``
+(docs/retrievers.md), that retriever is asked: its answer reads the same way (``--json``: a SearchResponse).
+"""
 
 from __future__ import annotations
 
 import argparse
+import os
 import sys
+from pathlib import Path
 from typing import Any
 
 from retrieval_lib.cli.commands import mapping_note, print_json
@@ -18,7 +24,8 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
              "Embed a question as a search query and print the best chunks with their source, section and score.",
              '  python -m retrieval_lib search "What is ROS2?"\n'
              '  python -m retrieval_lib search "Gazebo simulation" --top-k 10 --source-prefix module-02-simulation/\n'
-             '  python -m retrieval_lib search "What is ROS2?" --similarity-threshold 0.5 --json', common)
+             '  python -m retrieval_lib search "What is ROS2?" --similarity-threshold 0.5 --json\n'
+             '  python -m retrieval_lib search --params params/their_chatbot.yaml "What is ROS2?"', common)
     p.add_argument("query")
     p.add_argument("--top-k", type=int, default=5, help="results wanted, 1-20 (default 5)")
     p.add_argument("--similarity-threshold", "--threshold", dest="similarity_threshold", type=float, default=0.0,
@@ -26,6 +33,8 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--source-prefix", help="only chunks whose source path or URL starts with this")
     p.add_argument("--section", help="only chunks whose section title is exactly this")
     p.add_argument("--json", action="store_true", help="print the SearchResponse as JSON")
+    p.add_argument("--params", type=Path, metavar="FILE",
+                   help="a profile: its collection, or its `retriever:` (a team's endpoint or function) answers")
     p.set_defaults(func=run)
 
 
@@ -33,14 +42,22 @@ def run(args: argparse.Namespace) -> int:
     from retrieval_lib.config import load_settings
     from retrieval_lib.search import Retriever, validate_params, validate_query
 
+    if args.params is not None:  # the profile's collection and retriever, as a run would set them
+        from retrieval_lib.workbook.runner import load_profile
+
+        os.environ.update(load_profile(args.params).environment())
     settings = load_settings()
     # Bad input is refused before the model loads or a connection opens.
     validate_query(args.query, settings.query_max_chars)
     validate_params(args.top_k, args.similarity_threshold)
-    with Retriever.from_settings(settings) as retriever:
-        response = retriever.search(args.query, top_k=args.top_k, similarity_threshold=args.similarity_threshold,
-                                    source_prefix=args.source_prefix, section=args.section)
-        mapping_note(retriever.store, retriever.collection)
+    if settings.retriever and settings.retriever.get("kind", "collection") != "collection":
+        response = _ask_team(settings.retriever, args)
+    else:
+        with Retriever.from_settings(settings) as retriever:
+            response = retriever.search(args.query, top_k=args.top_k,
+                                        similarity_threshold=args.similarity_threshold,
+                                        source_prefix=args.source_prefix, section=args.section)
+            mapping_note(retriever.store, retriever.collection)
     if args.json:
         print_json(response.model_dump(mode="json"))
         return 0
@@ -61,3 +78,26 @@ def run(args: argparse.Namespace) -> int:
         preview = " ".join((r.content or "").split())
         print(f"   {preview[:200]}{'…' if len(preview) > 200 else ''}")
     return 0
+
+
+def _ask_team(spec: dict[str, Any], args: argparse.Namespace) -> Any:
+    """The team's retriever's answer as a SearchResponse; its failure is a :class:`RetrieverError` (exit 3)."""
+    from retrieval_lib.errors import RetrieverError
+    from retrieval_lib.retrievers import AnsweringSearch, open_retriever
+
+    asker = open_retriever(spec)
+    try:
+        response = AnsweringSearch(asker).search(args.query, top_k=args.top_k,
+                                                 similarity_threshold=args.similarity_threshold,
+                                                 source_prefix=args.source_prefix, section=args.section)
+        mapping = getattr(asker, "mapping", None)
+        if mapping is not None and not (asker.spec.results and asker.spec.fields):  # type: ignore[attr-defined]
+            print(f"note: {asker.describe()}: mapping inferred from this answer: {mapping.describe()} (write it "
+                  "into the profile with `retriever --params P --write-profile P`)", file=sys.stderr)
+    finally:
+        asker.close()
+    if response.error:
+        kind = response.error.split(":", 1)[0]
+        raise RetrieverError(f"the retriever gave no answer: {response.error}", kind=kind,
+                             retriever=asker.describe())
+    return response

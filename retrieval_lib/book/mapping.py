@@ -1,0 +1,236 @@
+"""The mapping from a collection's sources to the book's pages.
+
+A collection names where each chunk came from through its payload roles: ``source_file`` (a path, relative or
+absolute, with or without the docs folder in front) and/or ``source_url`` (the page's URL on the site). Each page of
+the book answers to a few *keys* relative to the docs folder and the route base: its file path (``a/01-b.md``), that
+path without its extension (``a/01-b``, what a team's ingest that builds URLs from file names writes) and its route
+under the route base (``a/b``, what the site serves). A source matches a page when the end of its path is one of
+the page's keys:
+
+- a **file path** may have anything in front (``/home/me/site/docs/``, ``docs/``);
+- a **URL** must have the site's route base path in front: the one given (``book_base_url`` + ``book_route_base``)
+  or, when none is given, the one most of the collection's URLs share (*inferred*, and said so). A URL whose end
+  names a page under another base path is not matched; it is listed with that page as a hint.
+
+A source that matches no page is listed (:attr:`BookMap.unmatched`), never dropped. Nothing here reads or writes the
+collection: :func:`read_chunks` reads it once, through :class:`~retrieval_lib.collection.CollectionView`.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import unquote, urlsplit
+
+from retrieval_lib.book.pages import Book
+from retrieval_lib.book.routes import strip_number_prefix
+
+__all__ = ["BookChunks", "SourceMatch", "BookMap", "read_chunks", "map_sources", "FIELDS"]
+
+#: The roles the book check reads, in one scroll.
+FIELDS = ("source_file", "source_url", "content", "chunk_sequence")
+_PAGE_SUFFIXES = (".html", ".htm")
+
+
+@dataclass
+class BookChunks:
+    """The collection's chunks as the book check reads them: one list per role, ``[i]`` is one chunk."""
+
+    ids: list[str]
+    source_file: list[str | None]
+    source_url: list[str | None]
+    content: list[str | None]
+    sequence: list[int | None]
+
+    def __len__(self) -> int:
+        return len(self.ids)
+
+    def source(self, i: int) -> str | None:
+        """How the collection names chunk ``i``'s source: its file when it has one, else its URL."""
+        return self.source_file[i] or self.source_url[i]
+
+
+def read_chunks(view: Any, collection: str, *, progress: bool = False) -> BookChunks:
+    """One scroll of :data:`FIELDS` through a :class:`~retrieval_lib.collection.CollectionView` (never written)."""
+    roles = view.roles_for(collection)
+    fields = [f for f in FIELDS if roles.has(f) or f == "source_file"]
+    # whole: every text is kept, so an in-process engine is read in one page (stores.scan.page_size)
+    cols = view.read_columns(collection, fields, progress=progress, whole=True)
+    n = len(cols.ids)
+
+    def col(name: str) -> list[Any]:
+        return list(cols.values[name]) if name in cols.values else [None] * n
+
+    files, urls = col("source_file"), col("source_url")
+    if roles.derive_source_file:  # a file read off the URL is not the team's own name for the source: the URL is
+        files = [None if u else f for f, u in zip(files, urls)]
+    return BookChunks(cols.ids, files, urls, col("content"), col("chunk_sequence"))
+
+
+@dataclass
+class SourceMatch:
+    """One source of the collection and the page it maps to (None: no page)."""
+
+    source: str
+    chunks: int
+    page: str | None
+    how: str
+    hint: str = ""
+    file: str | None = None
+    url: str | None = None
+
+
+@dataclass
+class BookMap:
+    """How the collection's sources map onto the book.
+
+    Attributes:
+        sources: every distinct source, matched or not, by chunk count.
+        page_chunks: page path -> indexes (into :class:`BookChunks`) of its chunks.
+        base_path: the URL route base path URLs were read under ("" for none), and ``base_origin``: how it was
+            known (``"given"``, ``"inferred from N of M URLs"``).
+        problem: one line when the mapping cannot be trusted (a base URL that matches no source); the findings
+            that need the mapping are then not applicable.
+    """
+
+    sources: list[SourceMatch]
+    page_chunks: dict[str, list[int]]
+    base_path: str = ""
+    base_origin: str = ""
+    problem: str | None = None
+    no_source: int = 0
+    chunk_page: list[str | None] = field(default_factory=list, repr=False)
+
+    @property
+    def unmatched(self) -> list[SourceMatch]:
+        return [s for s in self.sources if s.page is None]
+
+    def counts(self) -> dict[str, int]:
+        """Sources per way of matching (``file path``, ``URL route`` ..., ``no page``)."""
+        return dict(Counter(s.how for s in self.sources))
+
+
+def _page_keys(book: Book) -> dict[str, str]:
+    keys: dict[str, str] = {}
+    base = book.route_base.strip("/")
+    for page in book.pages:
+        route = page.route.strip("/")
+        tail = route[len(base):].strip("/") if base and (route == base or route.startswith(base + "/")) else route
+        stem = page.path.rsplit(".", 1)[0] if page.path.endswith((".md", ".mdx")) else page.path.strip("/")
+        for key in (page.path.strip("/"), stem, tail):
+            keys.setdefault(key, page.path)
+            keys.setdefault(key.lower(), page.path)
+    return keys
+
+
+def _segments(value: str) -> tuple[list[str], bool]:
+    """(path segments, is a URL) of a source value; ``.html`` and ``index.html`` read as the page they serve."""
+    is_url = "://" in value
+    path = unquote(urlsplit(value).path if is_url else value.split("?")[0].split("#")[0])
+    segs = [s for s in path.replace("\\", "/").split("/") if s and s != "."]
+    if is_url and segs and segs[-1].lower() in ("index.html", "index.htm"):
+        segs = segs[:-1]
+    elif is_url and segs and segs[-1].lower().endswith(_PAGE_SUFFIXES):
+        segs[-1] = segs[-1].rsplit(".", 1)[0]
+    return segs, is_url
+
+
+def _tail_match(segs: list[str], keys: dict[str, str]) -> tuple[str, str] | None:
+    """(page, prefix) for the longest end of ``segs`` that is a page key (non-empty), else None."""
+    for i in range(len(segs)):
+        tail = "/".join(segs[i:])
+        page = keys.get(tail) or keys.get(tail.lower())
+        if page is not None:
+            return page, "/".join(segs[:i])
+    return None
+
+
+def map_sources(book: Book, chunks: BookChunks, *, base_url: str | None = None,
+                route_base: str | None = None) -> BookMap:
+    """Map every chunk's source onto a page of ``book``.
+
+    Args:
+        book: the pages (:func:`~retrieval_lib.book.pages.read_docs` or ``read_sitemap``).
+        chunks: the collection's chunks (:func:`read_chunks`).
+        base_url: the site's address (``https://example.org``); URLs that do not start with it match no page.
+        route_base: the route base path URLs carry before the page's route (``/docs``); inferred when None.
+
+    Returns:
+        The :class:`BookMap`; a ``base_url`` that no source starts with sets :attr:`BookMap.problem`.
+    """
+    keys = _page_keys(book)
+    given_base = None if route_base is None else route_base.strip("/")
+    site = (base_url or "").rstrip("/")
+    by_source: dict[str, list[int]] = {}
+    no_source = 0
+    for i in range(len(chunks)):
+        label = chunks.source(i)
+        if label is None:
+            no_source += 1
+            continue
+        by_source.setdefault(label, []).append(i)
+
+    url_sources = [s for s in by_source if "://" in s]
+    problem = None
+    if site and url_sources and not any(s.startswith(site) for s in url_sources):
+        problem = (f"book_base_url {site} matches none of the collection's {len(url_sources)} source URLs (they "
+                   f"look like {url_sources[0]}); set it to the address they start with, or leave it empty")
+
+    raw: dict[str, tuple[str, str, bool, bool] | None] = {}
+    for label, idx in by_source.items():
+        found: tuple[str, str, bool, bool] | None = None
+        for value in (chunks.source_file[idx[0]], chunks.source_url[idx[0]]):
+            if not value or (site and "://" in value and not value.startswith(site)):
+                continue
+            segs, is_url = _segments(value)
+            if is_url and site:
+                segs = segs[len(_segments(site)[0]):]
+            hit, stripped = _tail_match(segs, keys), False
+            if hit is None and is_url:
+                # a team that built its URLs from file names (01-intro) against a book read as routes (a sitemap)
+                hit, stripped = _tail_match([strip_number_prefix(s) for s in segs], keys), True
+            if hit is not None:
+                found = (hit[0], hit[1], is_url, stripped)
+                break
+        raw[label] = found
+
+    prefixes = Counter(hit[1] for hit in raw.values() if hit is not None and hit[2])
+    if given_base is not None:
+        base, origin = given_base, "given"
+    elif prefixes:
+        base, n = prefixes.most_common(1)[0]
+        origin = f"inferred from {n} of {sum(prefixes.values())} matched URL sources"
+    else:
+        base, origin = "", "no URL source"
+
+    root_page = keys.get("")
+    sources: list[SourceMatch] = []
+    page_chunks: dict[str, list[int]] = {}
+    chunk_page: list[str | None] = [None] * len(chunks)
+    for label, idx in by_source.items():
+        got = raw[label]
+        page, how, hint = None, "no page", ""
+        if got is not None and (not got[2] or got[1] == base):
+            page = got[0]
+            how = ("URL route, number prefixes dropped" if got[3] else "URL route") if got[2] else (
+                "file path" if not got[1] else "file path under a prefix")
+        elif got is not None:
+            hint = f"names {got[0]} under /{got[1]}, not the base path /{base}"
+        elif root_page is not None and "://" in label and "/".join(_segments(label)[0]) == base:
+            page, how = root_page, "URL route"
+        if page is not None:
+            page_chunks.setdefault(page, []).extend(idx)
+            for i in idx:
+                chunk_page[i] = page
+        sources.append(SourceMatch(label, len(idx), page, how, hint, chunks.source_file[idx[0]],
+                                   chunks.source_url[idx[0]]))
+    sources.sort(key=lambda s: (-s.chunks, s.source))
+    return BookMap(sources, page_chunks, "/" + base if base else "", origin, problem, no_source, chunk_page)
+
+
+def chunk_texts(chunks: BookChunks, indexes: Sequence[int]) -> list[str]:
+    """The contents of chunks ``indexes`` in their page's order (``chunk_sequence``, then read order)."""
+    ordered = sorted(indexes, key=lambda i: (chunks.sequence[i] if chunks.sequence[i] is not None else 1 << 62, i))
+    return [chunks.content[i] or "" for i in ordered]

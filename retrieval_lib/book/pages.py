@@ -1,0 +1,299 @@
+"""The book as it is now: a docs folder (Docusaurus or MkDocs) or a sitemap, read into pages.
+
+:func:`read_docs` walks a docs folder once (``*.md``/``*.mdx``; partials ``_x.md``, hidden entries and
+``node_modules`` skipped, as the ingest does) and gives every file a :class:`Page`: its path under the folder, its
+route (:mod:`retrieval_lib.book.routes`), title, word count, the words as the check compares them
+(:func:`retrieval_lib.book.text.words_of`) and whether it is a stock page (a site generator's template page, from
+:func:`~retrieval_lib.collection.boilerplate.stock_page`) or a placeholder stub ("Coming soon").
+
+:func:`read_sitemap` reads a ``sitemap.xml`` (a file, or a URL fetched once with a timeout): its pages have a route
+and no text, so only the mapping and "never ingested" / "gone" can judge them.
+
+A page that cannot be read (not UTF-8, front matter that does not parse) is still a page of the book: it keeps its
+path and route and carries a one-line :attr:`Page.problem`; the findings that need its text skip it and say so.
+Nothing here writes: the book folder is only read.
+"""
+
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from pathlib import Path
+from urllib.parse import urlsplit
+
+from retrieval_lib.book.routes import (
+    decode_utf8,
+    docusaurus_route,
+    join_route,
+    mkdocs_route,
+    split_front_matter,
+    strip_number_prefix,
+)
+from retrieval_lib.book.text import words_of
+from retrieval_lib.collection.boilerplate import PLACEHOLDER_EXTRA_WORDS, is_placeholder, stock_page
+from retrieval_lib.errors import ConfigurationError, DocumentError, ValidationError
+
+__all__ = ["Page", "Book", "read_docs", "read_sitemap", "parse_sitemap", "detect_generator", "STUB_MIN_WORDS",
+           "SAMPLE_DOCS", "resolve_docs"]
+
+#: The sample book's docs folder, inside the package (found from the package, not the working folder).
+SAMPLE_DOCS = Path(__file__).resolve().parent.parent / "sample_book" / "docs"
+
+#: A page with fewer words than this (headings aside), or little more than "Coming soon", is a stub: the ingest
+#: skips it (:func:`retrieval_lib.ingest.documents.is_stub` uses the same figure).
+STUB_MIN_WORDS = 40
+#: Pages this long or longer are never a site generator's template page (Docusaurus' are 100-600 words).
+STOCK_MAX_WORDS = 2_000
+_STUB_MAX_WORDS = 4 * (STUB_MIN_WORDS + PLACEHOLDER_EXTRA_WORDS)
+_SUFFIXES = (".md", ".mdx")
+_H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
+_ADMONITION = re.compile(r"^[ \t]*:{3,}.*$", re.M)
+_SITEMAP_NS = re.compile(r"^\{[^}]*\}")
+#: Seconds a sitemap URL may take to answer.
+SITEMAP_TIMEOUT_S = 10.0
+#: Bytes a sitemap may hold (the protocol's own limit is 50 MB).
+SITEMAP_MAX_BYTES = 50_000_000
+
+
+@dataclass
+class Page:
+    """One page of the book.
+
+    Attributes:
+        path: its file under the docs folder (POSIX), or for a sitemap page its URL path.
+        route: the URL path the site serves it at (leading slash, no trailing slash).
+        title: front matter ``title``, else the first H1, else the file name.
+        words: its words (headings and code included), 0 when unknown.
+        tokens: the words as :func:`~retrieval_lib.book.text.words_of` reads them (empty for a sitemap page).
+        stock: ``"Docusaurus tutorial"`` ... for a site generator's template page, ``"stub"`` for a placeholder
+            page, None for a page of the book's own.
+        problem: why the page could not be read (one line), None when it was.
+        has_text: False for a sitemap page or an unreadable file: text findings cannot judge it.
+    """
+
+    path: str
+    route: str
+    title: str = ""
+    words: int = 0
+    tokens: list[bytes] = field(default_factory=list, repr=False)
+    stock: str | None = None
+    problem: str | None = None
+    has_text: bool = True
+
+
+@dataclass
+class Book:
+    """The pages of one book and how they were read.
+
+    Attributes:
+        pages: every page, in path order.
+        source: the docs folder or the sitemap that was read.
+        kind: ``"docusaurus"``, ``"mkdocs"`` or ``"sitemap"``.
+        route_base: the route base path the routes were computed with.
+        problems: one line per page that could not be read.
+    """
+
+    pages: list[Page]
+    source: str
+    kind: str
+    route_base: str
+    problems: list[str] = field(default_factory=list)
+
+    @property
+    def has_text(self) -> bool:
+        """True when the pages' texts were read (a docs folder), False for a sitemap."""
+        return self.kind != "sitemap"
+
+
+def resolve_docs(value: str | os.PathLike[str] | None) -> str | None:
+    """``book_docs`` as a folder path: ``"sample_book"`` names :data:`SAMPLE_DOCS`; a relative path is read from
+    the project root when it exists there (as every path in ``params/``), else as given; empty is None."""
+    if value is None or not str(value).strip():
+        return None
+    if str(value) == "sample_book":
+        return str(SAMPLE_DOCS)
+    from retrieval_lib.config import PROJECT_ROOT
+
+    path = Path(value)
+    if not path.is_absolute() and (PROJECT_ROOT / path).exists():
+        return str(PROJECT_ROOT / path)
+    return str(path)
+
+
+def detect_generator(docs: Path) -> tuple[str, bool]:
+    """(``"mkdocs"``, use_directory_urls) when an ``mkdocs.yml`` sits beside or above ``docs``, else
+    (``"docusaurus"``, True)."""
+    import yaml
+
+    for folder in (docs, docs.parent):
+        for name in ("mkdocs.yml", "mkdocs.yaml"):
+            config = folder / name
+            if config.is_file():
+                try:
+                    data = yaml.load(config.read_text(encoding="utf-8"), Loader=yaml.BaseLoader) or {}
+                except (OSError, UnicodeDecodeError, yaml.YAMLError):
+                    data = {}
+                flag = str(data.get("use_directory_urls", "true")).lower() if isinstance(data, dict) else "true"
+                return "mkdocs", flag not in ("false", "no", "off", "0")
+    return "docusaurus", True
+
+
+def _skipped(name: str) -> bool:
+    return name.startswith(("_", ".")) or name == "node_modules"
+
+
+def _files(root: Path) -> list[tuple[str, Path]]:
+    found: list[tuple[str, Path]] = []
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = [d for d in dirnames if not _skipped(d)]
+        for name in filenames:
+            if not _skipped(name) and name.endswith(_SUFFIXES):
+                full = Path(dirpath) / name
+                found.append((full.relative_to(root).as_posix(), full))
+    return sorted(found)
+
+
+def _title(front_matter: dict[str, object], body: str, rel: str) -> str:
+    title = front_matter.get("title")
+    if title is not None and str(title).strip():
+        return str(title).strip()
+    h1 = _H1.search(body)
+    return h1.group(1) if h1 else strip_number_prefix(Path(rel).stem)
+
+
+def _fallback_route(rel: str, kind: str, route_base: str, use_directory_urls: bool) -> str:
+    if kind == "mkdocs":
+        return mkdocs_route(rel, route_base, use_directory_urls=use_directory_urls)
+    return docusaurus_route(rel, {}, route_base)
+
+
+def read_docs(docs: str | os.PathLike[str], *, route_base: str | None = None, generator: str = "auto") -> Book:
+    """Read every page of a docs folder, once.
+
+    Args:
+        docs: the Docusaurus ``docs`` folder, or MkDocs' ``docs_dir``.
+        route_base: the route base path (Docusaurus' ``routeBasePath``); default ``/docs`` for Docusaurus and
+            ``/`` for MkDocs.
+        generator: ``"docusaurus"``, ``"mkdocs"`` or ``"auto"`` (an ``mkdocs.yml`` beside the folder says MkDocs).
+
+    Returns:
+        The :class:`Book`; a page that cannot be read carries its :attr:`Page.problem` and is listed in
+        :attr:`Book.problems`.
+
+    Raises:
+        ConfigurationError: ``docs`` is not a folder, or holds no Markdown page (``path``).
+        ValidationError: ``generator`` is not one of the three.
+    """
+    root = Path(docs)
+    if not root.is_dir():
+        raise ConfigurationError(f"book docs {root} is not a folder; point book_docs at the site's docs folder",
+                                 path=str(root))
+    if generator not in ("auto", "docusaurus", "mkdocs"):
+        raise ValidationError(f"generator must be auto, docusaurus or mkdocs, got {generator!r}", field="generator")
+    kind, directory_urls = detect_generator(root) if generator == "auto" else (generator, True)
+    base = route_base if route_base is not None else ("/docs" if kind == "docusaurus" else "/")
+    files = _files(root)
+    if not files:
+        raise ConfigurationError(f"book docs {root} holds no .md or .mdx page; point book_docs at the folder that "
+                                 "holds the pages (Docusaurus: docs/, MkDocs: docs_dir)", path=str(root))
+    pages: list[Page] = []
+    problems: list[str] = []
+    for rel, full in files:
+        try:
+            text = decode_utf8(full.read_bytes(), rel).replace("\r\n", "\n")
+            front_matter, body = split_front_matter(text, rel)
+            if kind == "mkdocs":
+                route = mkdocs_route(rel, base, use_directory_urls=directory_urls)
+            else:
+                try:
+                    route = docusaurus_route(rel, front_matter, base)
+                except ValidationError as exc:
+                    raise DocumentError(f"{rel}: {exc}", path=rel) from exc
+        except (DocumentError, OSError) as exc:
+            reason = str(exc) if isinstance(exc, DocumentError) else f"{rel}: cannot be read ({exc.strerror})"
+            problems.append(reason)
+            pages.append(Page(rel, _fallback_route(rel, kind, base, directory_urls), strip_number_prefix(
+                Path(rel).stem), problem=reason, has_text=False))
+            continue
+        title = _title(front_matter, body, rel)
+        tokens = words_of(body)
+        bare = _ADMONITION.sub("", body)
+        # a placeholder is a few words around its marker: a long page is never one (and is not searched for it)
+        stub = len(tokens) < _STUB_MAX_WORDS and is_placeholder(bare, min_words=STUB_MIN_WORDS)
+        # a site generator's template page is short: a long page is the book's own (and is not searched)
+        stock = (stock_page(title, body) if len(tokens) < STOCK_MAX_WORDS else None) or ("stub" if stub else None)
+        pages.append(Page(rel, route, title, len(tokens), tokens, stock))
+    return Book(pages, str(root), kind, join_route(base, ""), problems)
+
+
+def parse_sitemap(data: bytes, source: str) -> list[str]:
+    """The ``<loc>`` URLs of a sitemap's ``<url>`` entries, in order, each once.
+
+    Raises:
+        ConfigurationError: the bytes are not XML, or not a ``<urlset>`` (a sitemap index is named as such).
+    """
+    from xml.etree.ElementTree import ParseError
+
+    from defusedxml import ElementTree
+    from defusedxml.common import DefusedXmlException
+
+    try:
+        root = ElementTree.fromstring(data)
+    except (ParseError, DefusedXmlException) as exc:
+        raise ConfigurationError(f"sitemap {source} is not XML ({exc}); give the site's sitemap.xml",
+                                 path=source) from None
+    tag = _SITEMAP_NS.sub("", root.tag)
+    if tag == "sitemapindex":
+        raise ConfigurationError(f"sitemap {source} is a sitemap index; give one of the sitemaps it lists",
+                                 path=source)
+    if tag != "urlset":
+        raise ConfigurationError(f"sitemap {source} is XML but not a sitemap (its root is <{tag}>, not <urlset>)",
+                                 path=source)
+    urls: dict[str, None] = {}
+    for node in root.iter():
+        if _SITEMAP_NS.sub("", node.tag) == "loc" and node.text and node.text.strip():
+            urls[node.text.strip()] = None
+    return list(urls)
+
+
+def _fetch(url: str, timeout: float) -> bytes:
+    import httpx
+
+    try:
+        with httpx.Client(timeout=timeout, follow_redirects=True) as client:
+            response = client.get(url)
+    except httpx.HTTPError as exc:
+        raise ConfigurationError(f"sitemap {url} is unreachable ({type(exc).__name__}); check the URL, or save the "
+                                 "file and give its path", path=url) from None
+    if response.status_code != 200:
+        raise ConfigurationError(f"sitemap {url} answered HTTP {response.status_code}; check the URL", path=url)
+    if len(response.content) > SITEMAP_MAX_BYTES:
+        raise ConfigurationError(f"sitemap {url} is larger than {SITEMAP_MAX_BYTES} bytes", path=url)
+    return response.content
+
+
+def read_sitemap(sitemap: str | os.PathLike[str], *, timeout: float = SITEMAP_TIMEOUT_S) -> Book:
+    """Read a sitemap (a file path, or an ``http(s)://`` URL fetched once) into pages with routes and no text.
+
+    Raises:
+        ConfigurationError: the file is missing, the URL unreachable or not 200, the content not a sitemap, or
+            it lists no page (``path``).
+    """
+    source = str(sitemap)
+    if source.startswith(("http://", "https://")):
+        data = _fetch(source, timeout)
+    else:
+        try:
+            data = Path(source).read_bytes()
+        except OSError as exc:
+            raise ConfigurationError(f"sitemap {source} cannot be read ({exc.strerror}); check book_sitemap",
+                                     path=source) from None
+    urls = parse_sitemap(data, source)
+    if not urls:
+        raise ConfigurationError(f"sitemap {source} lists no page", path=source)
+    pages: dict[str, Page] = {}
+    for url in urls:
+        route = join_route(urlsplit(url).path, "")
+        pages.setdefault(route, Page(route, route, title=route.rsplit("/", 1)[-1], has_text=False))
+    return Book(sorted(pages.values(), key=lambda p: p.path), source, "sitemap", "/")

@@ -1,0 +1,265 @@
+"""Where the results are in a retriever's answer, and which key of a result is which workbook field.
+
+Both are JMESPath expressions (``results: "results"``, ``fields: {content: "text", source_url: "metadata.url"}``).
+When a profile gives neither, :func:`infer_mapping` reads them off one answer, the way payload roles are inferred
+from a collection (it reuses :func:`~retrieval_lib.collection.infer_roles` on the list of results):
+
+- **results**: the answer itself when it is a list; else the list of objects found in it, a known name first
+  (``results``, ``hits``, ``documents``, ``chunks``, ``matches``, ``data``, ``items``...), else the longest;
+- **content, source_url, source_file, title, chunk_id**: the payload-role rules (the longest text; URL-like
+  values; a file-like key; known names, also nested under ``metadata``);
+- **score**: a numeric key named ``score``, ``similarity``, ``relevance`` ... (top level, then ``metadata``);
+- a list of plain strings is a list of contents.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import jmespath
+from jmespath.exceptions import JMESPathError
+
+from retrieval_lib.collection import infer_roles
+from retrieval_lib.collection.infer import CANDIDATES
+from retrieval_lib.errors import ConfigurationError
+from retrieval_lib.retrievers.spec import HIT_FIELDS, Hit
+
+__all__ = ["ResultMapping", "NoResultsList", "infer_mapping", "empty_results", "LIST_NAMES", "SCORE_NAMES",
+           "jmespath_of"]
+
+#: Names a list of results goes by, most likely first.
+LIST_NAMES = ("results", "hits", "documents", "docs", "chunks", "matches", "sources", "contexts", "passages",
+              "items", "data", "records", "points", "output")
+#: Names a result's score goes by.
+SCORE_NAMES = ("score", "similarity", "similarity_score", "relevance", "relevance_score", "rerank_score",
+               "_score", "cosine", "cosine_similarity")
+#: The payload roles that are also hit fields.
+_ROLE_FIELDS = ("content", "source_url", "source_file", "title", "chunk_id")
+#: Names seen in teams' search answers beyond the payload-role vocabulary (tried after it).
+_MORE_NAMES = {"source_file": ("source_document", "source_doc", "document_path", "doc_name"),
+               "source_url": ("page", "link_url"), "title": ("heading", "section")}
+_IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+#: Keys that name a result, never its text (a content rule that lands on one of them is wrong).
+_ID_NAMES = ("id", "_id", "chunk_id", "point_id", "uuid", "doc_id", "document_id")
+#: Names a result's text goes by in teams' search answers, beyond the payload-role vocabulary.
+_MORE_CONTENT = ("snippet", "page_content", "chunk_text", "passage", "document")
+
+
+class NoResultsList(ValueError):
+    """The answer holds no list where the mapping looks for one (the message names the keys that are there)."""
+
+
+def jmespath_of(dotted: str) -> str:
+    """A dotted key path (``metadata.source url``) as a JMESPath expression, quoting keys that need it."""
+    return ".".join(p if _IDENT.match(p) else json.dumps(p) for p in dotted.split("."))
+
+
+def _keys_of(value: Any) -> str:
+    if isinstance(value, Mapping):
+        return "keys " + ", ".join(map(str, list(value)[:12])) if value else "an empty object"
+    if isinstance(value, list):
+        return f"a list of {len(value)} {type(value[0]).__name__ if value else 'items'}"
+    return f"a {type(value).__name__}"
+
+
+def _text(value: Any) -> str | None:
+    if value is None or value == "":
+        return None
+    if isinstance(value, str):
+        return value
+    if isinstance(value, (list, tuple)) and all(isinstance(v, str) for v in value):
+        return " > ".join(value) or None
+    return json.dumps(value) if isinstance(value, (dict, list)) else str(value)
+
+
+def _number(value: Any) -> float | None:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, (int, float)):
+        return float(value)
+    try:
+        return float(str(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+@dataclass(frozen=True)
+class ResultMapping:
+    """A compiled ``results`` path and ``fields`` mapping (workbook name -> JMESPath inside one result)."""
+
+    results: str
+    fields: dict[str, str] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        try:
+            compiled = {"results": jmespath.compile(self.results)}
+            compiled |= {name: jmespath.compile(expr) for name, expr in self.fields.items()}
+        except JMESPathError as err:
+            raise ConfigurationError(f"retriever: an invalid JMESPath expression ({err}); see docs/retrievers.md",
+                                     variable="RETRIEVER_SPEC") from None
+        object.__setattr__(self, "_compiled", compiled)
+
+    def result_list(self, answer: Any) -> list[Any]:
+        """The list of results in ``answer``.
+
+        Raises:
+            NoResultsList: the path finds nothing, or not a list (the message names what is there).
+        """
+        found = self._compiled["results"].search(answer)  # type: ignore[attr-defined]
+        if isinstance(found, list):
+            return found
+        what = "nothing" if found is None else _keys_of(found)
+        raise NoResultsList(f"results path {self.results!r} finds {what} in the answer, which holds "
+                            f"{_keys_of(answer)}: set retriever.results to where the list is")
+
+    def hits(self, answer: Any, top_k: int) -> list[Hit]:
+        """The answer's results as :class:`Hit` s, at most ``top_k``, ranked as given."""
+        out = []
+        for rank, item in enumerate(self.result_list(answer)[:top_k], start=1):
+            values = {name: self._compiled[name].search(item)  # type: ignore[attr-defined]
+                      for name in self.fields}
+            out.append(Hit(rank=rank, content=_text(values.get("content")), source_url=_text(values.get("source_url")),
+                           source_file=_text(values.get("source_file")), score=_number(values.get("score")),
+                           chunk_id=_text(values.get("chunk_id")), title=_text(values.get("title"))))
+        return out
+
+    def describe(self) -> str:
+        """One line: ``results at `results`; content=`text`, score=`score` ...``."""
+        shown = ", ".join(f"{k}=`{v}`" for k, v in self.fields.items()) or "no fields"
+        return f"results at `{self.results}`; {shown}"
+
+
+def _lists(value: Any, path: str = "", depth: int = 0) -> list[tuple[str, list[Any]]]:
+    """(JMESPath, list) of every list of objects or strings in ``value``, to depth 3."""
+    found: list[tuple[str, list[Any]]] = []
+    if isinstance(value, list):
+        if value and (all(isinstance(v, Mapping) for v in value) or all(isinstance(v, str) for v in value)):
+            found.append((path or "@", value))
+    elif isinstance(value, Mapping) and depth < 3:
+        for key, inner in value.items():
+            found += _lists(inner, f"{path}.{jmespath_of(str(key))}" if path else jmespath_of(str(key)), depth + 1)
+    return found
+
+
+def _score_key(items: Sequence[Mapping[str, Any]]) -> str | None:
+    for nest in ("", "metadata."):
+        for name in SCORE_NAMES:
+            values = [(_nested(item, nest + name)) for item in items]
+            if any(v is not None for v in values) and all(v is None or _number(v) is not None for v in values):
+                return nest + name
+    return None
+
+
+def _nested(item: Mapping[str, Any], dotted: str) -> Any:
+    value: Any = item
+    for part in dotted.split("."):
+        if not isinstance(value, Mapping):
+            return None
+        value = value.get(part)
+    return value
+
+
+def empty_results(answer: Any) -> bool:
+    """Whether ``answer`` is an empty answer: an empty list, or an object whose only list under a known name
+    (:data:`LIST_NAMES`) is empty. Such an answer is a result (nothing matched), not a missing list; the mapping is
+    inferred from the next answer that holds results."""
+    if isinstance(answer, list):
+        return not answer
+    if not isinstance(answer, Mapping) or _lists(answer):
+        return False
+    return any(isinstance(answer.get(name), list) and not answer.get(name) for name in LIST_NAMES)
+
+
+def infer_mapping(answer: Any) -> tuple[str, dict[str, str], list[str]]:
+    """The ``results`` path and ``fields`` that fit one answer, with one line of evidence per choice.
+
+    Returns:
+        (results JMESPath, workbook field -> JMESPath, evidence lines).
+
+    Raises:
+        NoResultsList: the answer holds no list of results (the message names the keys that are there).
+    """
+    candidates = _lists(answer)
+    if not candidates:
+        raise NoResultsList(f"no list of results in the answer, which holds {_keys_of(answer)}: set "
+                            "retriever.results to the JMESPath of the list (docs/retrievers.md)")
+
+    def preference(item: tuple[str, list[Any]]) -> tuple[int, int, int]:
+        path, items = item
+        last = path.rsplit(".", 1)[-1].strip('"').lower()
+        named = LIST_NAMES.index(last) if last in LIST_NAMES else len(LIST_NAMES)
+        return (0 if isinstance(items[0], Mapping) else 1, named, -len(items))
+
+    path, items = min(candidates, key=preference)
+    evidence = [f"results: `{path}`, a list of {len(items)} "
+                + ("objects" if isinstance(items[0], Mapping) else "strings")
+                + (f" (also lists at {', '.join(p for p, _ in candidates if p != path)})" if len(candidates) > 1
+                   else "")]
+    if isinstance(items[0], str):
+        return path, {"content": "@"}, evidence + ["content: each result is a string"]
+    roles = infer_roles(items)
+    fields: dict[str, str] = {}
+    for role in _ROLE_FIELDS:
+        keys = roles.fields.get(role)
+        if keys:
+            fields[role] = " || ".join(jmespath_of(k) for k in keys)
+            evidence.append(f"{role}: {roles.evidence.get(role, '`' + keys[0] + '`')}")
+    _fix_content_and_id(items, fields, evidence)
+    # one answer is a small sample: a source that is the same on every result is still the source here
+    for role in ("source_url", "source_file", "title"):
+        if role not in fields:
+            for nest in ("", "metadata."):
+                names = CANDIDATES[role] + _MORE_NAMES[role]
+                key = next((nest + n for n in names if isinstance(_nested(items[0], nest + n), str)
+                            and nest + n not in _used(fields)), None)
+                if key:
+                    fields[role] = jmespath_of(key)
+                    evidence.append(f"{role}: `{key}`, a known name for it (one value across this answer)")
+                    break
+    score = _score_key(items)
+    if score:
+        fields["score"] = jmespath_of(score)
+        evidence.append(f"score: `{score}`, a number under a known name")
+    else:
+        evidence.append("score: none of " + ", ".join(SCORE_NAMES[:4]) + "... holds a number: ranks stand in")
+    missing = [f for f in HIT_FIELDS if f not in fields and f not in ("source_url", "source_file")]
+    if "source_url" not in fields and "source_file" not in fields:
+        missing.insert(1, "source")
+    if missing:
+        evidence.append("not found: " + ", ".join(missing) + f" (a result holds {_keys_of(items[0])})")
+    return path, fields, evidence
+
+
+def _used(fields: Mapping[str, str]) -> set[str]:
+    return {part.strip().strip('"') for expr in fields.values() for part in expr.split("||")}
+
+
+def _fix_content_and_id(items: Sequence[Mapping[str, Any]], fields: dict[str, str], evidence: list[str]) -> None:
+    """The text is under a text name even when a reader leaves it empty; an id is the chunk's id, never its text.
+
+    The payload-role rule takes the longest strings for the content. In a search answer whose text key is empty
+    (a backend that reads a payload key the ingest never wrote), the longest strings are the ids: mapping them as
+    the content would hide the fault that side by side names ("results whose text is empty").
+    """
+    chosen = fields.get("content", "").split("||")[0].strip().strip('"')
+    if chosen.rsplit(".", 1)[-1].lower() in _ID_NAMES or not chosen:
+        named = next((n for n in CANDIDATES["content"] + _MORE_CONTENT if n in items[0]), None)
+        if named:
+            fields["content"] = jmespath_of(named)
+            evidence[:] = [e for e in evidence if not e.startswith("content:")]
+            filled = sum(1 for item in items if _text(item.get(named)))
+            evidence.append(f"content: `{named}`, the known name for a result's text ({filled} of {len(items)} "
+                            "results hold text there)")
+        elif chosen:
+            fields.pop("content")
+            evidence[:] = [e for e in evidence if not e.startswith("content:")]
+    if "chunk_id" not in fields:
+        key = next((n for n in _ID_NAMES if isinstance(items[0].get(n), (str, int))
+                    and not isinstance(items[0].get(n), bool) and n not in _used(fields)), None)
+        if key:
+            fields["chunk_id"] = jmespath_of(key)
+            evidence.append(f"chunk_id: `{key}`, a result's id")

@@ -1,0 +1,156 @@
+"""Build a retriever from a spec, and probe one: ask once, infer the mapping, say it with its evidence."""
+
+from __future__ import annotations
+
+import json
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pydantic
+
+from retrieval_lib.config import Settings
+from retrieval_lib.errors import ConfigurationError, ParamsError
+from retrieval_lib.retrievers.base import MappedRetriever, QuestionRetriever
+from retrieval_lib.retrievers.child import PythonRetriever
+from retrieval_lib.retrievers.collection import CollectionRetriever
+from retrieval_lib.retrievers.http import HttpRetriever
+from retrieval_lib.retrievers.spec import RetrieverSpec
+from retrieval_lib.search import Retriever
+
+__all__ = ["parse_spec", "open_retriever", "probe_retriever", "ProbeReport"]
+
+
+def parse_spec(spec: RetrieverSpec | Mapping[str, Any] | str | None, *, where: str = "RETRIEVER_SPEC",
+               profile: str | None = None) -> RetrieverSpec:
+    """A validated :class:`RetrieverSpec` from a spec, a mapping, its JSON text, or None (the collection).
+
+    Args:
+        where: the variable the spec came from (for the error).
+        profile: the profile file it came from; its errors are then :class:`ParamsError` s naming the key.
+
+    Raises:
+        ConfigurationError: the mapping is not a valid retriever (the message names the key and what to write).
+        ParamsError: the same, for a spec read from ``profile``.
+    """
+    if isinstance(spec, RetrieverSpec):
+        return spec
+    if spec is None or spec == "" or spec == {}:
+        return RetrieverSpec()
+    if isinstance(spec, str):
+        try:
+            spec = json.loads(spec)
+        except ValueError:
+            raise ConfigurationError(f"{where} must be a JSON object (a profile's `retriever:` mapping)",
+                                     variable=where) from None
+    if not isinstance(spec, Mapping):
+        if profile is not None:
+            raise ParamsError(f"{Path(profile).name}: `retriever` must be a mapping (kind: http | python | "
+                              "collection; docs/retrievers.md)", path=profile, key="retriever")
+        raise ConfigurationError(f"{where}: `retriever` must be a mapping (kind: http | python | collection)",
+                                 variable=where)
+    try:
+        return RetrieverSpec.model_validate(dict(spec))
+    except pydantic.ValidationError as err:
+        first = err.errors()[0]
+        key = ".".join(str(p) for p in first.get("loc", ())) or "retriever"
+        if profile is not None:
+            raise ParamsError(f"{Path(profile).name}: retriever.{key}: {first.get('msg')} (see docs/retrievers.md)",
+                              path=profile, key=f"retriever.{key}") from None
+        raise ConfigurationError(f"{where}: retriever.{key}: {first.get('msg')} (see docs/retrievers.md)",
+                                 variable=where) from None
+
+
+def open_retriever(spec: RetrieverSpec | Mapping[str, Any] | str | None, *, settings: Settings | None = None,
+                   collection_retriever: Retriever | None = None) -> QuestionRetriever:
+    """The :class:`QuestionRetriever` a spec describes.
+
+    Args:
+        spec: the profile's ``retriever:`` (None or ``kind: collection``: the collection itself).
+        settings: used to open the collection when ``kind`` is collection and no ``collection_retriever`` is given.
+        collection_retriever: an open :class:`~retrieval_lib.search.Retriever` to wrap (not closed by ours).
+
+    Raises:
+        ConfigurationError: an invalid spec.
+    """
+    parsed = parse_spec(spec)
+    if parsed.kind == "http":
+        return HttpRetriever(parsed)
+    if parsed.kind == "python":
+        return PythonRetriever(parsed)
+    if collection_retriever is not None:
+        return CollectionRetriever(collection_retriever)
+    return CollectionRetriever(Retriever.from_settings(settings), owned=True)
+
+
+@dataclass
+class ProbeReport:
+    """One probe of a retriever: what it answered, the mapping inferred from it, and a spec that holds it."""
+
+    question: str
+    describe: str
+    raw: Any = None
+    error: str | None = None
+    error_kind: str | None = None
+    results: str | None = None
+    fields: dict[str, str] = field(default_factory=dict)
+    evidence: list[str] = field(default_factory=list)
+    hits: list[dict[str, Any]] = field(default_factory=list)
+    spec: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def ok(self) -> bool:
+        return self.error is None
+
+    def lines(self) -> list[str]:
+        """What ``retriever --params P`` prints."""
+        out = [f"retriever: {self.describe}", f"question: {self.question!r}"]
+        if self.error:
+            return out + [f"failed: {self.error}"]
+        out.append(f"mapping: results at `{self.results}`; "
+                   + ", ".join(f"{k}=`{v}`" for k, v in self.fields.items()))
+        out += [f"  {line}" for line in self.evidence]
+        for hit in self.hits[:3]:
+            text = (hit.get("content") or "")[:70].replace("\n", " ")
+            score = hit.get("score")
+            out.append(f"  #{hit['rank']} {hit.get('source_url') or hit.get('source_file') or '(no source)'}"
+                       + (f"  score {score:.3f}" if isinstance(score, float) else "") + f"  {text!r}")
+        return out
+
+
+def probe_retriever(spec: RetrieverSpec | Mapping[str, Any] | str, question: str, *, top_k: int = 5) -> ProbeReport:
+    """Ask ``question`` once, infer ``results``/``fields`` from the raw answer where the spec leaves them out.
+
+    A failure (unreachable, timeout, an HTTP error, no list in the answer...) is in the report's ``error``, one
+    line with secrets redacted, never raised.
+
+    Raises:
+        ConfigurationError: an invalid spec, or ``kind: collection`` (nothing to probe).
+    """
+    parsed = parse_spec(spec)
+    if parsed.kind == "collection":
+        raise ConfigurationError("the profile's retriever is the collection itself: there is nothing to probe; "
+                                 "give `retriever:` a kind http or python (docs/retrievers.md)",
+                                 variable="RETRIEVER_SPEC")
+    retriever: MappedRetriever = HttpRetriever(parsed) if parsed.kind == "http" else PythonRetriever(parsed)
+    report = ProbeReport(question=question, describe=retriever.describe())
+    try:
+        answer = retriever.ask(question, top_k)
+        report.raw = retriever.last_raw
+        if answer.error:
+            report.error, report.error_kind = answer.error, answer.error_kind
+            return report
+        mapping = retriever.mapping
+        if mapping is None:  # an answer was mapped, so there is one; never reached
+            raise RuntimeError("a probe answered without a mapping")
+        report.results, report.fields = mapping.results, dict(mapping.fields)
+        report.evidence = list(retriever.mapping_evidence) or ["the profile gives results and fields"]
+        report.hits = [h.model_dump() for h in answer.hits]
+        report.spec = parsed.model_copy(update={"results": mapping.results, "fields": dict(mapping.fields)}).public()
+    finally:
+        retriever.close()
+    return report
+
+
+

@@ -1,0 +1,242 @@
+"""The book against collections built from copies of it, in our own shape and in a team's URL-keyed shape.
+
+Each collection is ingested from a copy of part of the sample book in which one page is left out (never ingested)
+and one is cut to a quarter (thin ingest); after the ingest, the book copy loses another page (gone) and has a third
+rewritten (changed). The foreign shape (``scripts/foreign_ingest.py``: 1,000-character chunks, ``text/url/title/
+chunk_index``, md5 ids) also holds one page twice under two names (near duplicates). The sound case (the book as it
+was ingested) passes every gate. Vectors: our ingest reuses the ones ``make sample`` stored (conftest's seeding).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import importlib.util
+import json
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from retrieval_lib import VectorStore
+from retrieval_lib.book import SAMPLE_DOCS
+from retrieval_lib.checks import book as check
+from retrieval_lib.collection import CollectionView
+from retrieval_lib.config import PROJECT_ROOT
+from retrieval_lib.workbook.report import NotebookReport
+
+FOLDERS = ("introduction", "module-02-simulation")
+LEFT_OUT = "module-02-simulation/05-unity-for-robotics.md"      # never ingested
+CUT = "module-02-simulation/02-gazebo-basics.md"                 # ingested a quarter of it
+DELETED = "introduction/02-humanoid-robotics-landscape.md"      # deleted from the book after the ingest
+EDITED = "module-02-simulation/04-simulating-sensors.md"        # rewritten after the ingest
+COPY = "module-02-simulation/01-why-simulate.md"                 # foreign: also ingested as a second page
+GATES = dict(changed_max_share=0.2, thin_min_coverage=0.6, max_missing_pages=0, max_gone_sources=0,
+             max_near_duplicate_share=0.02)
+
+
+def _copy(dest: Path) -> Path:
+    for folder in FOLDERS:
+        shutil.copytree(SAMPLE_DOCS / folder, dest / folder)
+    return dest
+
+
+def _as_ingested(dest: Path, *, duplicate: bool = False) -> Path:
+    docs = _copy(dest)
+    (docs / LEFT_OUT).unlink()
+    text = (docs / CUT).read_text(encoding="utf-8")
+    (docs / CUT).write_text(text[: len(text) // 4], encoding="utf-8")
+    if duplicate:
+        shutil.copy(docs / COPY, docs / "module-02-simulation/06-why-simulate-again.md")
+    return docs
+
+
+def _book_now(dest: Path, *, duplicate: bool = False) -> Path:
+    docs = _copy(dest)
+    (docs / DELETED).unlink()
+    (docs / EDITED).write_text("---\ntitle: Simulating Sensors\n---\n# Simulating Sensors\n\n" + " ".join(
+        f"Paragraph {i} now explains a new camera pipeline, with different words in every sentence of it."
+        for i in range(60)), encoding="utf-8")
+    if duplicate:
+        shutil.copy(docs / COPY, docs / "module-02-simulation/06-why-simulate-again.md")
+    return docs
+
+
+@pytest.fixture(scope="module")
+def seeded(embedder):
+    import conftest
+
+    return conftest._Seeded(embedder, conftest._vectors_make_sample_stored(embedder.model))
+
+
+@pytest.fixture(scope="module")
+def ours(tmp_path_factory, seeded):
+    """Our ingest's shape: source_file, source_url, content, chunk_sequence."""
+    from retrieval_lib.ingest import ingest
+
+    root = tmp_path_factory.mktemp("ours")
+    store = VectorStore.at_path(root / "store")
+    ingest(store, seeded, "ours", docs_dir=_as_ingested(root / "ingested"), progress=False)
+    yield store, root
+    store.close()
+
+
+def _foreign_module():
+    spec = importlib.util.spec_from_file_location("foreign_ingest", PROJECT_ROOT / "scripts" / "foreign_ingest.py")
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    return module
+
+
+@pytest.fixture(scope="module")
+def foreign(tmp_path_factory, embedder):
+    """A team's shape, as scripts/foreign_ingest.py writes it (its clean and chunk functions, our embedder)."""
+    from qdrant_client import QdrantClient, models
+
+    fi = _foreign_module()
+    root = tmp_path_factory.mktemp("foreign")
+    docs = _as_ingested(root / "ingested", duplicate=True)
+    client = QdrantClient(path=str(root / "store"))
+    client.create_collection("theirs", vectors_config=models.VectorParams(size=embedder.dimension,
+                                                                          distance=models.Distance.COSINE))
+    points = []
+    for path in sorted(docs.rglob("*.md*")):
+        title, text = fi.clean(path.read_text(encoding="utf-8"))
+        url = f"{fi.SITE}/docs/{path.relative_to(docs).with_suffix('').as_posix()}"
+        pieces = fi.chunks(text)
+        for i, (piece, vector) in enumerate(zip(pieces, embedder.embed_documents(pieces))):
+            points.append(models.PointStruct(id=hashlib.md5(f"{url}:{i}".encode()).hexdigest(), vector=vector,
+                                             payload={"text": piece, "url": url, "title": title, "chunk_index": i}))
+    client.upsert("theirs", points)
+    client.close()
+    store = VectorStore.at_path(root / "store")
+    yield store, root
+    store.close()
+
+
+def _study(store, collection, docs, **kw):
+    s = check.study(CollectionView(store), collection, docs=str(docs), **kw)
+    report = NotebookReport("16_book", "book")
+    lists = check.record(report, s, **GATES)
+    return s, lists, {g.id: g.passed for g in report.gates}
+
+
+@pytest.fixture(scope="module")
+def ours_now(ours):
+    store, root = ours
+    return _study(store, "ours", _book_now(root / "now"))
+
+
+@pytest.fixture(scope="module")
+def foreign_now(foreign):
+    store, root = foreign
+    return _study(store, "theirs", _book_now(root / "now", duplicate=True))
+
+
+def test_ours_sound_book_passes_every_gate(ours):
+    store, root = ours
+    docs = _as_ingested(root / "sound")
+    _, lists, gates = _study(store, "ours", docs)
+    assert gates == {"book.missing": True, "book.gone": True, "book.changed": True, "book.thin": True,
+                     "book.near_duplicates": True}
+    assert not lists["gone"] and not [r for r in lists["missing"] if r["stock"] is None]
+
+
+@pytest.mark.parametrize("shape", ["ours_now", pytest.param("foreign_now", marks=pytest.mark.slow)])
+def test_a_page_never_ingested_is_missing_with_its_words(shape, request):
+    _, lists, gates = request.getfixturevalue(shape)
+    own = [r for r in lists["missing"] if r["stock"] is None]
+    assert [r["page"] for r in own] == [LEFT_OUT] and own[0]["words"] > 500
+    assert gates["book.missing"] is False
+
+
+@pytest.mark.parametrize("shape", ["ours_now", pytest.param("foreign_now", marks=pytest.mark.slow)])
+def test_a_page_deleted_after_the_ingest_is_gone_with_its_chunks(shape, request):
+    _, lists, gates = request.getfixturevalue(shape)
+    stem = DELETED.rsplit(".", 1)[0]
+    assert len(lists["gone"]) == 1 and stem in lists["gone"][0]["source"] and lists["gone"][0]["chunks"] >= 3
+    assert gates["book.gone"] is False
+
+
+@pytest.mark.parametrize("shape", ["ours_now", pytest.param("foreign_now", marks=pytest.mark.slow)])
+def test_a_page_edited_after_the_ingest_is_changed(shape, request):
+    _, lists, gates = request.getfixturevalue(shape)
+    changed = [r for r in lists["changed"] if r["changed"]]
+    assert [r["page"] for r in changed] == [EDITED] and changed[0]["changed_share"] > 0.9
+    assert gates["book.changed"] is False
+
+
+@pytest.mark.parametrize("shape", ["ours_now", pytest.param("foreign_now", marks=pytest.mark.slow)])
+def test_a_page_cut_short_by_the_ingest_is_thin_and_not_changed(shape, request):
+    _, lists, gates = request.getfixturevalue(shape)
+    thin = [r for r in lists["thin"] if r["thin"]]
+    assert [r["page"] for r in thin] == [CUT] and thin[0]["coverage"] < 0.4
+    assert CUT not in [r["page"] for r in lists["changed"] if r["changed"]]
+    assert gates["book.thin"] is False
+
+
+def test_ours_holds_no_near_duplicates(ours_now):
+    _, lists, gates = ours_now
+    assert lists["near_duplicates"] == [] and gates["book.near_duplicates"] is True
+
+
+@pytest.mark.slow
+def test_foreign_maps_by_url_and_a_page_held_twice_is_near_duplicates(foreign_now):
+    s, lists, gates = foreign_now
+    assert s.bmap.base_path == "/docs" and set(s.bmap.counts()) == {"URL route", "no page"}
+    pairs = lists["near_duplicates"]
+    assert pairs and all({r["page"], r["other_page"]} == {COPY, "module-02-simulation/06-why-simulate-again.md"}
+                         for r in pairs)
+    assert gates["book.near_duplicates"] is False and s.near.share > 0.02
+
+
+@pytest.mark.slow
+def test_a_base_url_that_matches_no_source_makes_the_book_findings_not_applicable(foreign):
+    store, root = foreign
+    _, _, gates = _study(store, "theirs", _as_ingested(root / "bad-base", duplicate=True),
+                         base_url="https://elsewhere.example")
+    assert gates["book.missing"] is None and gates["book.changed"] is None
+    assert gates["book.near_duplicates"] is False  # the finding that does not need the mapping still stands
+
+
+def test_a_folder_with_no_markdown_leaves_near_duplicates_standing(ours, tmp_path):
+    store, _ = ours
+    s, _, gates = _study(store, "ours", tmp_path)
+    assert "holds no .md or .mdx page" in s.problems["missing"]
+    assert [gates[f"book.{n}"] for n in ("missing", "gone", "changed", "thin")] == [None] * 4
+    assert gates["book.near_duplicates"] is True
+
+
+def test_the_collection_is_not_written(ours):
+    store, root = ours
+    before = [(p.id, p.payload) for p in store.scroll("ours", with_payload=True)]
+    _study(store, "ours", _book_now(root / "again"))
+    assert [(p.id, p.payload) for p in store.scroll("ours", with_payload=True)] == before
+
+
+@pytest.mark.slow
+def test_the_book_command_prints_the_five_lists_as_json(ours, tmp_path):
+    store, root = ours
+    folder = tmp_path / "store"
+    shutil.copytree(root / "store", folder, ignore=shutil.ignore_patterns(".lock"))
+    env = {"QDRANT_PATH": str(folder), "QDRANT_COLLECTION_NAME": "ours", "PATH": "/usr/bin:/bin",
+           "HOME": str(tmp_path)}
+    done = subprocess.run([sys.executable, "-m", "retrieval_lib", "book", "--docs", str(_book_now(tmp_path / "now")),
+                           "--json"], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT, timeout=300)
+    assert done.returncode == 1, done.stderr
+    out = json.loads(done.stdout)
+    assert {"missing", "gone", "changed", "thin", "near_duplicates"} <= set(out)
+    assert [r["page"] for r in out["missing"] if r["stock"] is None] == [LEFT_OUT]
+
+
+def test_inspect_book_says_how_each_source_was_matched_with_counts(ours):
+    from retrieval_lib.cli.commands.inspect import book_keys, book_lines, book_mapping
+
+    store, root = ours
+    found = book_mapping(CollectionView(store), "ours", str(_book_now(root / "inspect")))
+    assert found["counts"] == {"file path": 6, "no page": 1} and found["pages_without_chunks"] == 1
+    text = "\n".join(book_lines(found))
+    assert "6 by file path" in text and f"no page                  {DELETED} -> (no page)" in text
+    assert book_keys(None) == {"book_docs": "", "book_sitemap": ""}
+    assert book_keys("site/sitemap.xml") == {"book_docs": "", "book_sitemap": "site/sitemap.xml"}

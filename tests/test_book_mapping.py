@@ -1,0 +1,97 @@
+"""Sources mapped onto pages: file paths in every form, URLs through routes, the base path, nothing dropped."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from retrieval_lib.book import BookChunks, map_sources, read_docs
+
+
+@pytest.fixture(scope="module")
+def site(tmp_path_factory) -> Path:
+    docs = tmp_path_factory.mktemp("site") / "docs"
+    pages = {
+        "index.md": "# Home\n\nwelcome",
+        "01-basics/index.md": "# Basics\n\nthe basics",
+        "01-basics/02-nodes.md": "# Nodes\n\nnodes",
+        "01-basics/03-topics.mdx": "---\nslug: messages\n---\n# Topics\n\ntopics",
+        "guide/README.md": "# Guide\n\nguide",
+        "guide/setup.md": "---\nid: install\n---\n# Setup\n\nsetup",
+    }
+    for rel, text in pages.items():
+        (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+        (docs / rel).write_text(text, encoding="utf-8")
+    return docs
+
+
+def chunks(files=(), urls=()) -> BookChunks:
+    files, urls = list(files), list(urls)
+    n = max(len(files), len(urls))
+    files += [None] * (n - len(files))
+    urls += [None] * (n - len(urls))
+    return BookChunks([str(i) for i in range(n)], files, urls, [""] * n, list(range(n)))
+
+
+def test_file_paths_map_relative_absolute_and_under_a_docs_prefix(site):
+    book = read_docs(site)
+    m = map_sources(book, chunks(files=["01-basics/02-nodes.md", f"{site}/guide/setup.md",
+                                        "docs/01-basics/03-topics.mdx", "gone/page.md"]))
+    got = {s.source: s.page for s in m.sources}
+    assert got == {"01-basics/02-nodes.md": "01-basics/02-nodes.md", f"{site}/guide/setup.md": "guide/setup.md",
+                   "docs/01-basics/03-topics.mdx": "01-basics/03-topics.mdx", "gone/page.md": None}
+    assert [s.source for s in m.unmatched] == ["gone/page.md"]
+    assert m.counts() == {"file path": 1, "file path under a prefix": 2, "no page": 1}
+
+
+def test_urls_map_through_docusaurus_routes_with_an_inferred_base_path(site):
+    book = read_docs(site)
+    urls = ["https://x.example/docs/basics/nodes/", "https://x.example/docs/basics/messages",
+            "https://x.example/docs/guide/install", "https://x.example/docs/guide", "https://x.example/docs/basics",
+            "https://x.example/docs/", "https://x.example/docs/basics/removed"]
+    m = map_sources(book, chunks(urls=urls))
+    got = {s.source: s.page for s in m.sources}
+    assert got == {urls[0]: "01-basics/02-nodes.md", urls[1]: "01-basics/03-topics.mdx",
+                   urls[2]: "guide/setup.md", urls[3]: "guide/README.md", urls[4]: "01-basics/index.md",
+                   urls[5]: "index.md", urls[6]: None}
+    assert m.base_path == "/docs" and m.base_origin.startswith("inferred from 5 of 5")
+
+
+def test_urls_built_from_file_names_map_too_and_another_base_path_is_not_matched(site):
+    book = read_docs(site)
+    urls = ["https://x.example/docs/01-basics/02-nodes", "https://x.example/docs/guide/setup",
+            "https://x.example/blog/guide/setup"]
+    m = map_sources(book, chunks(urls=urls))
+    got = {s.source: (s.page, s.hint) for s in m.sources}
+    assert got[urls[0]] == ("01-basics/02-nodes.md", "") and got[urls[1]][0] == "guide/setup.md"
+    assert got[urls[2]][0] is None and "under /blog" in got[urls[2]][1]
+
+
+def test_a_given_base_url_that_matches_no_source_is_a_problem_not_a_list_of_gone_pages(site):
+    book = read_docs(site)
+    m = map_sources(book, chunks(urls=["https://x.example/docs/basics/nodes"]), base_url="https://other.example")
+    assert m.problem and "matches none of the collection's 1 source URLs" in m.problem
+    ok = map_sources(book, chunks(urls=["https://x.example/docs/basics/nodes"]), base_url="https://x.example",
+                     route_base="/docs")
+    assert ok.problem is None and ok.sources[0].page == "01-basics/02-nodes.md" and ok.base_origin == "given"
+
+
+def test_a_chunk_without_any_source_is_counted_not_dropped(site):
+    m = map_sources(read_docs(site), chunks(files=["01-basics/02-nodes.md", None]))
+    assert m.no_source == 1 and sum(s.chunks for s in m.sources) == 1
+
+
+def test_file_name_urls_match_a_sitemap_by_dropping_number_prefixes_and_say_so(tmp_path):
+    from retrieval_lib.book import read_sitemap
+
+    sitemap = tmp_path / "sitemap.xml"
+    sitemap.write_text('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                       "<url><loc>https://x.example/docs/basics/nodes/</loc></url>"
+                       "<url><loc>https://x.example/docs/basics/topics</loc></url></urlset>", encoding="utf-8")
+    urls = ["https://x.example/docs/01-basics/02-nodes", "https://x.example/docs/basics/topics",
+            "https://x.example/docs/01-basics/09-gone"]
+    m = map_sources(read_sitemap(sitemap), chunks(urls=urls))
+    got = {s.source: (s.page, s.how) for s in m.sources}
+    assert got == {urls[0]: ("/docs/basics/nodes", "URL route, number prefixes dropped"),
+                   urls[1]: ("/docs/basics/topics", "URL route"), urls[2]: (None, "no page")}
