@@ -34,7 +34,9 @@ demo: sample
 
 # The demo's third flow: a team's chatbot backend (scripts/team_chatbot.py: FastAPI over the foreign collection, its
 # own schema, one common mistake) on a free 127.0.0.1 port, serving a COPY of .qdrant (local mode locks a folder to
-# one process), validated through `retriever: kind http` (params/chatbot_demo.yaml, the port filled in): notebook 15
+# one process), validated through `retriever: kind http` ($(CHATBOT)/profile.yaml: it extends the profile drafted
+# for the foreign collection and names only the endpoint and its body; `results` and `fields` are left out on purpose,
+# inferred from the endpoint's first answer): notebook 15
 # names the mistake, 05 runs the golden set through the chatbot. The chatbot is stopped on exit (trap); its start is
 # awaited at most 120 s. Reports under outputs/chatbot/runs; failed gates are findings (exit 1), not errors.
 CHATBOT := outputs/chatbot
@@ -49,7 +51,7 @@ demo-chatbot: sample
 	$(PY) scripts/team_chatbot.py --path $(CHATBOT)/store --port-file $(CHATBOT)/port > $(CHATBOT)/chatbot.log 2>&1 & \
 	pid=$$!; for i in $$(seq 120); do test -s $(CHATBOT)/port && break; kill -0 $$pid 2>/dev/null || break; sleep 1; done; \
 	test -s $(CHATBOT)/port || { echo "the chatbot did not start (see $(CHATBOT)/chatbot.log)"; exit 2; }; \
-	printf 'extends: params/chatbot_demo.yaml\nretriever:\n  kind: http\n  url: http://127.0.0.1:%s/search\n  body: {query: "{query}", top_k: "{top_k}"}\n' \
+	printf 'extends: outputs/drafts/foreign_book/profile.yaml\nprofile: team_chatbot\nretriever:\n  kind: http\n  url: http://127.0.0.1:%s/search\n  body: {query: "{query}", top_k: "{top_k}"}\n' \
 		"$$(cat $(CHATBOT)/port)" > $(CHATBOT)/profile.yaml; \
 	echo "== the team's chatbot at http://127.0.0.1:$$(cat $(CHATBOT)/port)/search, side by side with the collection"; \
 	$(PY) -m retrieval_lib run --params $(CHATBOT)/profile.yaml --notebooks 15,05 --out $(CHATBOT)/runs || test $$? -eq 1

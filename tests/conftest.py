@@ -131,7 +131,14 @@ def _vectors_make_sample_stored(model: str) -> dict[str, list[float]]:
 
 
 @pytest.fixture(scope="session")
-def book(tmp_path_factory, embedder):
+def seeded_embedder(embedder):
+    """The real MiniLM embedder, with the vectors ``make sample`` stored for the same texts (:class:`_Seeded`):
+    for tests that ingest copies of the sample book."""
+    return _Seeded(embedder, _vectors_make_sample_stored(embedder.model))
+
+
+@pytest.fixture(scope="session")
+def book(tmp_path_factory, seeded_embedder):
     """Build the sample collection (``corpus.SAMPLE_COLLECTION``) once per session: about 30 s on 2 idle cores, a
     few seconds where ``make sample`` left the same chunks' vectors in ``.qdrant``
     (:func:`_vectors_make_sample_stored`).
@@ -144,8 +151,7 @@ def book(tmp_path_factory, embedder):
 
     folder = tmp_path_factory.mktemp("sample-book") / "store"
     store = VectorStore.at_path(folder)
-    seeded = _Seeded(embedder, _vectors_make_sample_stored(embedder.model))
-    summary = ingest(store, seeded, SAMPLE_COLLECTION, progress=False)
+    summary = ingest(store, seeded_embedder, SAMPLE_COLLECTION, progress=False)
     pts = list(store.scroll(SAMPLE_COLLECTION, with_payload=True))
     yield Book(store, folder, summary, pts)
     store.close()

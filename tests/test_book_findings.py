@@ -64,10 +64,8 @@ def _book_now(dest: Path, *, duplicate: bool = False) -> Path:
 
 
 @pytest.fixture(scope="module")
-def seeded(embedder):
-    import conftest
-
-    return conftest._Seeded(embedder, conftest._vectors_make_sample_stored(embedder.model))
+def seeded(seeded_embedder):
+    return seeded_embedder
 
 
 @pytest.fixture(scope="module")

@@ -17,7 +17,7 @@ PROFILES = sorted((PROJECT_ROOT / "params").glob("*.yaml"))
 
 
 def test_the_numbered_notebooks_exist():
-    assert [nb.stem[:2] for nb in NOTEBOOKS] == [f"{n:02d}" for n in range(0, 15)]
+    assert [nb.stem[:2] for nb in NOTEBOOKS] == [f"{n:02d}" for n in range(0, 17)]
 
 
 @pytest.mark.parametrize("profile", PROFILES, ids=lambda p: p.name)

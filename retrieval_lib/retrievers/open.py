@@ -16,7 +16,7 @@ from retrieval_lib.retrievers.base import MappedRetriever, QuestionRetriever
 from retrieval_lib.retrievers.child import PythonRetriever
 from retrieval_lib.retrievers.collection import CollectionRetriever
 from retrieval_lib.retrievers.http import HttpRetriever
-from retrieval_lib.retrievers.spec import RetrieverSpec
+from retrieval_lib.retrievers.spec import RetrieverSpec, redact
 from retrieval_lib.search import Retriever
 
 __all__ = ["parse_spec", "open_retriever", "probe_retriever", "ProbeReport"]
@@ -137,13 +137,17 @@ def probe_retriever(spec: RetrieverSpec | Mapping[str, Any] | str, question: str
     report = ProbeReport(question=question, describe=retriever.describe())
     try:
         answer = retriever.ask(question, top_k)
-        report.raw = retriever.last_raw
+        # what the team's service echoes back (a debug field with its headers ...) is shown without our secrets
+        report.raw = json.loads(redact(json.dumps(retriever.last_raw), retriever._secrets))
         if answer.error:
             report.error, report.error_kind = answer.error, answer.error_kind
             return report
         mapping = retriever.mapping
-        if mapping is None:  # an answer was mapped, so there is one; never reached
-            raise RuntimeError("a probe answered without a mapping")
+        if mapping is None:  # an empty answer: nothing to infer the mapping from
+            report.error, report.error_kind = (f"the retriever answered {question!r} with no results, so there is "
+                                               "nothing to read the mapping from: probe with another --question"), \
+                "empty answer"
+            return report
         report.results, report.fields = mapping.results, dict(mapping.fields)
         report.evidence = list(retriever.mapping_evidence) or ["the profile gives results and fields"]
         report.hits = [h.model_dump() for h in answer.hits]

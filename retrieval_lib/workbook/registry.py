@@ -175,6 +175,10 @@ def _plan_chunks(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
 
 
 def _plan_side_by_side(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    retriever = v.get("retriever")
+    if not isinstance(retriever, Mapping) or retriever.get("kind", "collection") == "collection":
+        n.formula = "no retriever of the team's in the profile: nothing to compare, nothing asked"
+        return
     n.queries = x.golden(v["golden_set"], negatives=False)
     n.formula = "the golden and extra queries, each asked of the collection once (the team's retriever embeds its own)"
     n.conditional = ("+ the questions embedded as documents, when a retriever of the team's returns scores and chunk "

@@ -39,14 +39,15 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from retrieval_lib.config import load_settings
+    from retrieval_lib.config import PROJECT_ROOT, load_settings
     from retrieval_lib.search import Retriever, validate_params, validate_query
 
-    if args.params is not None:  # the profile's collection and retriever, as a run would set them
+    settings = load_settings()
+    if args.params is not None:  # the profile's collection and retriever over the environment, as a run sets them
         from retrieval_lib.workbook.runner import load_profile
 
-        os.environ.update(load_profile(args.params).environment())
-    settings = load_settings()
+        profile_env = load_profile(args.params).environment()
+        settings = load_settings(env={**os.environ, **profile_env}, dotenv_path=PROJECT_ROOT / ".env")
     # Bad input is refused before the model loads or a connection opens.
     validate_query(args.query, settings.query_max_chars)
     validate_params(args.top_k, args.similarity_threshold)
