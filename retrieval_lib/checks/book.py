@@ -79,7 +79,7 @@ class BookStudy:
         if self.book is not None:
             out.append(f"{self.book.kind} book: {len(self.book.pages)} pages, route base {self.book.route_base}")
         if self.bmap is not None:
-            counts = ", ".join(f"{n} by {how}" for how, n in sorted(self.bmap.counts().items()))
+            counts = _how_matched(self.bmap)
             out.append(f"{len(self.chunks)} chunks from {len(self.bmap.sources)} sources: {counts}")
         out += [f"{name}: not applicable: {reason}" for name, reason in self.problems.items()]
         return "\n".join(out)
@@ -249,7 +249,7 @@ def record(report: NotebookReport, s: BookStudy, *, changed_max_share: float, th
             report.finding(f"unreadable page: {line}")
     report.metric("chunks", len(s.chunks), "chunks")
     if s.bmap is not None:
-        counts = ", ".join(f"{n} by {how}" for how, n in sorted(s.bmap.counts().items()))
+        counts = _how_matched(s.bmap)
         report.finding(f"{len(s.bmap.sources)} sources mapped onto the book: {counts}; URL base path "
                        f"{s.bmap.base_path or '(none)'} ({s.bmap.base_origin}).")
 
@@ -309,3 +309,10 @@ def record(report: NotebookReport, s: BookStudy, *, changed_max_share: float, th
     for name in LISTS:
         report.table(pd.DataFrame(lists[name]), f"book_{name}")
     return lists
+
+
+def _how_matched(bmap: Any) -> str:
+    """How the collection's sources were matched to the book's pages, with counts: "24 by URL route, 6 match no
+    page"."""
+    return ", ".join(f"{n} match no page" if how == "no page" else f"{n} by {how}"
+                     for how, n in sorted(bmap.counts().items()))

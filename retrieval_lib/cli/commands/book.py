@@ -7,7 +7,6 @@ figures come from the parameter file (``params/demo.yaml`` by default, section '
 from __future__ import annotations
 
 import argparse
-import sys
 import tempfile
 from typing import Any
 
@@ -77,7 +76,11 @@ def run(args: argparse.Namespace) -> int:
         print(line)
     for name in book.LISTS:
         rows = lists[name]
-        print(f"\n{name} ({len(rows)}):", file=sys.stdout)
+        if rows and name in rows[0]:  # changed, thin: every ingested page with its figures, the flagged ones marked
+            flagged = sum(1 for r in rows if r[name])
+            print(f"\n{name}: {flagged} of {len(rows)} ingested pages (every page with its figures, worst first):")
+        else:
+            print(f"\n{name} ({len(rows)}):")
         for row in rows[:15]:
             print("  " + ", ".join(f"{k}={v}" for k, v in row.items() if v not in (None, "")))
     print()
