@@ -93,3 +93,17 @@ def test_an_empty_first_answer_is_an_empty_result_and_the_mapping_waits_for_resu
     assert second.error is None and second.hits[0].chunk_id == "a"
     assert empty_results([]) and empty_results({"hits": [], "took": 1})
     assert not empty_results({"took": 1}) and not empty_results({"results": [{"a": 1}]})
+
+
+def test_a_single_result_with_a_web_address_under_a_file_name_is_the_url():
+    """One result makes every value "constant": the URL rule of payload roles cannot see it, so a web address
+    under ``source_document`` must still be the URL (05 matches pages by URL), never a file."""
+    answer = {"results": [{"id": "u1", "content": "Physical AI is intelligence embodied in machines " * 3,
+                           "score": 0.76, "source_document": "https://book.example/docs/intro/01-physical-ai",
+                           "metadata": {"title": "What Is Physical AI?"}}]}
+    _, fields, _ = infer_mapping(answer)
+    assert fields.get("source_url") == "source_document" and "source_file" not in fields
+    single_path = {"results": [{"content": "Gazebo simulates robots with physics " * 3, "score": 0.5,
+                                "source_document": "docs/m2/gazebo.md"}]}
+    _, fields, _ = infer_mapping(single_path)
+    assert fields.get("source_file") == "source_document" and "source_url" not in fields

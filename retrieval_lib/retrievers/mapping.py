@@ -43,6 +43,7 @@ _ROLE_FIELDS = ("content", "source_url", "source_file", "title", "chunk_id")
 _MORE_NAMES = {"source_file": ("source_document", "source_doc", "document_path", "doc_name"),
                "source_url": ("page", "link_url"), "title": ("heading", "section")}
 _IDENT = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+_WEB = re.compile(r"^https?://\S+$")
 #: Keys that name a result, never its text (a content rule that lands on one of them is wrong).
 _ID_NAMES = ("id", "_id", "chunk_id", "point_id", "uuid", "doc_id", "document_id")
 #: Names a result's text goes by in teams' search answers, beyond the payload-role vocabulary.
@@ -209,13 +210,14 @@ def infer_mapping(answer: Any) -> tuple[str, dict[str, str], list[str]]:
             fields[role] = " || ".join(jmespath_of(k) for k in keys)
             evidence.append(f"{role}: {roles.evidence.get(role, '`' + keys[0] + '`')}")
     _fix_content_and_id(items, fields, evidence)
-    # one answer is a small sample: a source that is the same on every result is still the source here
+    # one answer is a small sample: a source that is the same on every result is still the source here, and a
+    # source whose value is a web address is the URL whatever its key is called (one result is "constant", so the
+    # URL rule above does not see it)
     for role in ("source_url", "source_file", "title"):
         if role not in fields:
             for nest in ("", "metadata."):
-                names = CANDIDATES[role] + _MORE_NAMES[role]
-                key = next((nest + n for n in names if isinstance(_nested(items[0], nest + n), str)
-                            and nest + n not in _used(fields)), None)
+                key = next((nest + n for n in _source_names(role, items[0], nest)
+                            if nest + n not in _used(fields)), None)
                 if key:
                     fields[role] = jmespath_of(key)
                     evidence.append(f"{role}: `{key}`, a known name for it (one value across this answer)")
@@ -263,3 +265,20 @@ def _fix_content_and_id(items: Sequence[Mapping[str, Any]], fields: dict[str, st
         if key:
             fields["chunk_id"] = jmespath_of(key)
             evidence.append(f"chunk_id: `{key}`, a result's id")
+
+
+def _source_names(role: str, item: Mapping[str, Any], nest: str) -> list[str]:
+    """The keys of ``item`` (under ``nest``) that may hold ``role`` by their name and value: a known name of the
+    role, except that a web address is always the URL (``source_document: https://...`` is no file) and never a
+    file."""
+    def value(name: str) -> str | None:
+        v = _nested(item, nest + name)
+        return v if isinstance(v, str) else None
+
+    names = [n for n in CANDIDATES[role] + _MORE_NAMES[role] if value(n) is not None]
+    if role == "source_file":
+        return [n for n in names if not _WEB.match(value(n) or "")]
+    if role == "source_url":
+        names += [n for n in CANDIDATES["source_file"] + _MORE_NAMES["source_file"]
+                  if _WEB.match(value(n) or "") and n not in names]
+    return names
