@@ -374,16 +374,27 @@ def load_settings(
     )
 
 
+_UNSET = object()
+
+
+def _json_value(env: Mapping[str, str], name: str) -> Any:
+    """The JSON in variable ``name``: :data:`_UNSET` when unset or empty, ``None`` when it does not parse (never a
+    mapping, so the caller's own error names what the variable must hold)."""
+    raw = (env.get(name) or "").strip()
+    if not raw:
+        return _UNSET
+    try:
+        return json.loads(raw)
+    except ValueError:
+        return None
+
+
 def _payload_fields(env: Mapping[str, str]) -> dict[str, Any] | None:
     """``PAYLOAD_FIELDS``: a JSON object, role -> payload key or list of keys (what ``run --params`` passes on
     from a profile's ``payload_fields``). Unset or empty: the mapping is inferred from the collection."""
-    raw = (env.get("PAYLOAD_FIELDS") or "").strip()
-    if not raw:
+    value = _json_value(env, "PAYLOAD_FIELDS")
+    if value is _UNSET:
         return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        value = None
     if not isinstance(value, dict) or not all(
             isinstance(k, str) and (isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)))
             for k, v in value.items()):
@@ -395,13 +406,9 @@ def _payload_fields(env: Mapping[str, str]) -> dict[str, Any] | None:
 def _retriever_spec(env: Mapping[str, str]) -> dict[str, Any] | None:
     """``RETRIEVER_SPEC``: a JSON object, a profile's ``retriever:`` mapping (what ``run --params`` passes on).
     Unset or empty: the collection answers. Its keys are validated where the retriever is opened."""
-    raw = (env.get("RETRIEVER_SPEC") or "").strip()
-    if not raw:
+    value = _json_value(env, "RETRIEVER_SPEC")
+    if value is _UNSET:
         return None
-    try:
-        value = json.loads(raw)
-    except ValueError:
-        value = None
     if not isinstance(value, dict):
         raise ConfigurationError('RETRIEVER_SPEC must be a JSON object, e.g. {"kind": "http", "url": '
                                  '"http://127.0.0.1:8000/search"} (docs/retrievers.md)', variable="RETRIEVER_SPEC")
