@@ -149,3 +149,17 @@ def test_a_sitemap_url_is_fetched_once_on_loopback_and_an_unreachable_one_is_a_c
         server.server_close()
     with pytest.raises(ConfigurationError, match="is unreachable"):
         read_sitemap(f"{base}/sitemap.xml", timeout=2)
+
+
+def test_a_docs_folder_named_on_the_command_line_that_is_not_there_is_an_error(tmp_path):
+    """A typo in ``book --docs`` is refused with one line and exit 2 (a profile's missing folder is a not-applicable
+    finding instead: the run goes on)."""
+    import subprocess
+    import sys
+
+    from retrieval_lib.config import PROJECT_ROOT
+
+    proc = subprocess.run([sys.executable, "-m", "retrieval_lib", "book", "--docs", str(tmp_path / "nope")],
+                          capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
+    assert proc.returncode == 2
+    assert proc.stderr.count("\n") == 1 and "no such folder" in proc.stderr

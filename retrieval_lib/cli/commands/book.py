@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import tempfile
+from pathlib import Path
 from typing import Any
 
 from retrieval_lib.cli.commands import profile_keys
@@ -51,6 +52,12 @@ def run(args: argparse.Namespace) -> int:
     docs, sitemap = resolve_docs(params["book_docs"]), params["book_sitemap"] or None
     if args.docs or args.sitemap:
         docs, sitemap = args.docs, args.sitemap
+    if args.docs and not Path(resolve_docs(args.docs) or args.docs).is_dir():
+        # a folder named on the command line that is not there is a typo to fix, not a finding to report
+        from retrieval_lib.errors import ValidationError
+
+        raise ValidationError(f"--docs {args.docs}: no such folder; give the book's docs folder (Docusaurus: docs/, "
+                              "MkDocs: docs_dir)", field="--docs")
     settings = load_settings()
     gates = {k: params[k] for k in ("changed_max_share", "thin_min_coverage", "max_missing_pages",
                                     "max_gone_sources", "max_near_duplicate_share", "near_duplicate_cosine")}
