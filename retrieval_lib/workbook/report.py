@@ -285,6 +285,8 @@ class NotebookRun:
         self._settings = settings
         self._retriever: Retriever | None = None
         self._asker: TalliedRetriever | None = None  # the profile's retriever (retrieval_lib.retrievers)
+        self._spec: RetrieverSpec | None = None
+        self._answering: AnsweringSearch | None = None  # one per run: it reads the collection's URL -> file map once
         self._asked = Tally()  # what every asker this run opened answered (04 reopens it)
         self._embedders: list[CachedEmbedder] = []  # every embedder this run made (04 reopens its retriever)
         self._cache: Any = None
@@ -303,8 +305,11 @@ class NotebookRun:
 
     @property
     def retriever_spec(self) -> RetrieverSpec:
-        """The profile's ``retriever:`` (``RETRIEVER_SPEC``), validated; ``kind: collection`` when none is given."""
-        return parse_spec(self.settings.retriever)
+        """The profile's ``retriever:`` (``RETRIEVER_SPEC``), validated once; ``kind: collection`` when none is
+        given."""
+        if self._spec is None:
+            self._spec = parse_spec(self.settings.retriever)
+        return self._spec
 
     @property
     def asker(self) -> TalliedRetriever:
@@ -325,7 +330,9 @@ class NotebookRun:
         same ``search`` / ``search_many``; the rest, ``store``, ``embedder``..., is the collection's)."""
         if self.retriever_spec.kind != "collection":
             # duck-typed: AnsweringSearch answers search/search_many and hands the rest to the collection
-            return cast(Retriever, AnsweringSearch(self.asker, lambda: self.collection_retriever))
+            if self._answering is None:
+                self._answering = AnsweringSearch(self.asker, lambda: self.collection_retriever)
+            return cast(Retriever, self._answering)
         return self.collection_retriever
 
     @property
@@ -369,6 +376,7 @@ class NotebookRun:
         if self._asker is not None:
             self._asker.close()
             self._asker = None
+            self._answering = None
         if self._retriever is not None:
             self._retriever.close()
             self._retriever = None
