@@ -96,7 +96,7 @@ demo-http: sample
 # on them and neither ends the suite alone on one.
 test: sample
 	$(PY) -m compileall -q retrieval_lib
-	$(PY) -m pytest tests -n auto --maxschedchunk 16
+	$(PY) -m pytest tests -n auto --dist loadgroup --maxschedchunk 16
 	$(NBVAL)
 
 # Characterisation tests that wait on the SDKs' own default timeouts and backoff (seconds each);

@@ -19,7 +19,7 @@ from collections.abc import Callable
 from concurrent.futures import ThreadPoolExecutor
 
 from retrieval_lib import Retriever, load_settings
-from retrieval_lib.checks.api import ApiClient, own_service
+from retrieval_lib.checks.service.api import ApiClient, own_service
 from retrieval_lib.params import load_query_sets
 from retrieval_lib.percentile import percentile
 

@@ -16,12 +16,14 @@ lists notebook 10 computes (one query per chunk), a cost of their own.
 
     python benchmarks/bench_book.py                          # 10,000 points, 200 pages
     python benchmarks/bench_book.py --scale 100000 --pages 2000
+    python benchmarks/bench_book.py --scale 100000 --pages 2000 --keep /tmp/book-100k --profile 25
 """
 
 from __future__ import annotations
 
 import argparse
 import hashlib
+import os
 import statistics
 import sys
 import tempfile
@@ -92,26 +94,45 @@ def build_collection(store: VectorStore, book: list[tuple[str, str, str]], point
         store.client.upsert(COLLECTION, points=batch, wait=True)
 
 
+def prepare(root: Path, scale: int, pages: int) -> tuple[Path, Path]:
+    """Build the book and the collection under ``root`` (docs/, store/), or reuse them when ``root`` already
+    holds a build of the same size (a marker file names it). Returns (docs folder, store folder)."""
+    docs, store_dir, marker = root / "docs", root / "store", root / "built.txt"
+    size = f"{scale} {pages}"
+    if marker.is_file() and marker.read_text() == size:
+        return docs, store_dir
+    if marker.exists() or docs.exists() or store_dir.exists():
+        raise SystemExit(f"{root} holds another build (not {size}): give an empty or new folder to --keep")
+    rng = np.random.default_rng(7)
+    words_per_page = max(CHUNK_WORDS * 2, scale * CHUNK_WORDS // pages)
+    book = build_book(docs, pages, words_per_page, rng)
+    store = VectorStore.at_path(store_dir)
+    build_collection(store, book, scale, rng)
+    store.close()
+    # after the ingest: two pages deleted, two rewritten
+    files = sorted(docs.rglob("*.md"))
+    for f in files[:2]:
+        f.unlink()
+    for f in files[2:4]:
+        f.write_text("# Rewritten\n\n" + " ".join(rng.choice(VOCAB, size=words_per_page)), encoding="utf-8")
+    marker.write_text(size)
+    return docs, store_dir
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     ap.add_argument("--scale", type=int, default=10_000, metavar="N", help="points in the collection")
     ap.add_argument("--pages", type=int, default=200, help="pages in the book")
     ap.add_argument("--repeat", type=int, default=3)
+    ap.add_argument("--keep", metavar="DIR", help="build the book and the collection in DIR, or reuse the build "
+                                                  "DIR holds (same --scale and --pages); default: a temporary folder")
+    ap.add_argument("--profile", type=int, default=0, metavar="N",
+                    help="after timing, profile one round of the check (cProfile) and print its N costliest calls")
     args = ap.parse_args(argv)
     warnings.filterwarnings("ignore", message=".*Local mode is not recommended.*")
-    rng = np.random.default_rng(7)
-    words_per_page = max(CHUNK_WORDS * 2, args.scale * CHUNK_WORDS // args.pages)
     with tempfile.TemporaryDirectory() as tmp:
-        docs = Path(tmp) / "docs"
-        book = build_book(docs, args.pages, words_per_page, rng)
-        store = VectorStore.at_path(Path(tmp) / "store")
-        build_collection(store, book, args.scale, rng)
-        # after the ingest: two pages deleted, two rewritten
-        files = sorted(docs.rglob("*.md"))
-        for f in files[:2]:
-            f.unlink()
-        for f in files[2:4]:
-            f.write_text("# Rewritten\n\n" + " ".join(rng.choice(VOCAB, size=words_per_page)), encoding="utf-8")
+        docs, store_dir = prepare(Path(args.keep) if args.keep else Path(tmp), args.scale, args.pages)
+        store = VectorStore.at_path(store_dir)
         points = store.count(COLLECTION)
 
         def floor() -> None:
@@ -120,27 +141,52 @@ def main(argv: list[str] | None = None) -> int:
                 f.read_bytes()
 
         found: dict[str, int] = {}
+        stages: dict[str, list[float]] = {}
+
+        def stage(name: str, t0: float) -> float:
+            now = time.perf_counter()
+            stages.setdefault(name, []).append(now - t0)
+            return now
 
         def check() -> None:
+            t0 = time.perf_counter()
             pages = read_docs(docs)
+            t0 = stage("read the book", t0)
             chunks = read_chunks(CollectionView(store), COLLECTION)
+            t0 = stage("read the chunks", t0)
             bmap = map_sources(pages, chunks)
+            t0 = stage("map", t0)
             comparisons = compare_pages(pages, bmap, chunks)
             found.update(missing=len(missing_pages(pages, bmap)), gone=len(gone_sources(bmap)),
                          changed=sum(r["changed"] for r in changed_pages(comparisons, 0.2)))
+            stage("compare", t0)
 
-        floor_t, check_t = [], []
+        floor_t, check_t, floor_cpu, check_cpu = [], [], [], []
         for _ in range(args.repeat):
-            t0 = time.perf_counter()
+            t0, c0 = time.perf_counter(), time.process_time()
             floor()
             floor_t.append(time.perf_counter() - t0)
-            t0 = time.perf_counter()
+            floor_cpu.append(time.process_time() - c0)
+            t0, c0 = time.perf_counter(), time.process_time()
             check()
             check_t.append(time.perf_counter() - t0)
+            check_cpu.append(time.process_time() - c0)
+        if args.profile:
+            import cProfile
+            import pstats
+
+            profiler = cProfile.Profile()
+            profiler.runcall(check)
+            pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
         store.close()
     f, c = statistics.median(floor_t), statistics.median(check_t)
-    print(f"{'points':>8} {'pages':>6} {'floor s':>8} {'book check s':>13} {'ratio':>6}  (target <= 2.0)")
-    print(f"{points:>8} {args.pages:>6} {f:>8.2f} {c:>13.2f} {c / f:>6.2f}")
+    fc, cc = statistics.median(floor_cpu), statistics.median(check_cpu)
+    print(f"{'points':>8} {'pages':>6} {'floor s':>8} {'book check s':>13} {'ratio':>6}  (target <= 2.0)"
+          f"   CPU s of this process: floor, check, ratio")
+    print(f"{points:>8} {args.pages:>6} {f:>8.2f} {c:>13.2f} {c / f:>6.2f}   {fc:>25.2f} {cc:>6.2f} {cc / fc:>6.2f}")
+    print(f"load average while it ran: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("check by stage (median s): " + ", ".join(f"{name} {statistics.median(t[:args.repeat]):.2f}"
+                                                     for name, t in stages.items()))
     print(f"found: {found['missing']} pages never ingested (3 planted), "
           f"{found['gone']} sources gone (2 planted), {found['changed']} pages changed (2 planted)")
     return 0

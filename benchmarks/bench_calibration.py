@@ -36,7 +36,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from retrieval_lib.checks import contract, offtopic, reachability  # noqa: E402
+from retrieval_lib.checks.collection import embedding_contract as contract  # noqa: E402
+from retrieval_lib.checks.collection import reachability  # noqa: E402
 from retrieval_lib.collection import CollectionView  # noqa: E402
 from retrieval_lib.config import PROJECT_ROOT, load_settings  # noqa: E402
 from retrieval_lib.embedding import make_embedder  # noqa: E402
@@ -106,7 +107,7 @@ def main() -> None:
     print("\noff-topic files (notebook 10): the group rule and stock pages, against the single-file rule")
     for name, study in studies.items():
         table = study.table
-        off = offtopic.measure_offtopic(table.files, table.titles, table.vectors, stock=table.stock)
+        off = reachability.measure_offtopic(table.files, table.titles, table.vectors, stock=table.stock)
         single = [f.path for f in off.files if f.z is not None and f.z < -off.max_z]
         lowest = min((f.z for f in off.files if f.z is not None), default=float("nan"))
         closest = float("nan") if off.closest_z is None else off.closest_z

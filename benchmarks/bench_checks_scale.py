@@ -7,7 +7,7 @@ the engine to choose for large local collections, and/or qdrant-client local mod
 - reach: reading every vector, the chunk-as-query pass (every chunk up to ``--max-full`` points,
   else a seeded sample of ``--sample`` with the anti-hub share's Wilson 95% interval) and the
   off-topic centroids; the heading/golden questions are left out (they cost the same at any size);
-- probe: :func:`retrieval_lib.checks.contract.probe` with MiniLM (64 sampled points re-embedded),
+- probe: :func:`retrieval_lib.checks.collection.embedding_contract.probe` with MiniLM (64 sampled points re-embedded),
   the model loaded once beforehand and not timed.
 
 The collection build is not timed. Growth is each time divided by the smallest size's time.
@@ -29,7 +29,7 @@ sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
 from benchmarks.synthetic import build
 from retrieval_lib import VectorStore
-from retrieval_lib.checks import offtopic, reachability
+from retrieval_lib.checks.collection import reachability
 
 COLLECTION = "scale"
 
@@ -38,13 +38,13 @@ def reach(store: VectorStore, args: argparse.Namespace) -> tuple[float, reachabi
     t = time.perf_counter()
     study = reachability.measure(store, COLLECTION, top_k=10, max_full=args.max_full, sample_size=args.sample,
                                  seed=0)
-    offtopic.measure_offtopic(study.table.files, study.table.titles, study.table.vectors)
+    reachability.measure_offtopic(study.table.files, study.table.titles, study.table.vectors)
     return time.perf_counter() - t, study
 
 
 def probe(store: VectorStore, embedder) -> float | None:
     try:
-        from retrieval_lib.checks import contract
+        from retrieval_lib.checks.collection import embedding_contract as contract
     except ImportError:
         return None
     t = time.perf_counter()

@@ -99,7 +99,10 @@ def phase() -> None:
         nb.metadata["kernelspec"] = {"name": "retrieval-lib", "display_name": "retrieval-lib", "language": "python"}
         nb.cells = [nbformat.v4.new_code_cell('run_dir = ""', metadata={"tags": ["parameters"]}),
                     nbformat.v4.new_code_cell(
-                        "from retrieval_lib.checks import consistency, coverage, golden, health, latency, scores\n"
+                        "from retrieval_lib.checks.retrieval import score_distributions, source_coverage\n"
+                        "from retrieval_lib.checks.retrieval import golden_set\n"
+                        "from retrieval_lib.checks.stability import consistency, latency\n"
+                        "from retrieval_lib.checks.collection import collection_health\n"
                         "from retrieval_lib.workbook import open_run\n"
                         "run = open_run('01_floor', run_dir, title='floor')\n"
                         "run.retriever.embedder.embed_queries(['What is ROS2?'])\n"

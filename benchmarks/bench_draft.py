@@ -1,8 +1,8 @@
 """Drafted against hand-written: how good, and how flattering, is a validation set that `draft` writes?
 
 On the sample book (the demo collection ``physicalai``, MiniLM), three query sets are judged the same way
-(``retrieval_lib.checks.golden.evaluate_golden``: page-level hit@5, MRR, nDCG@5) and by notebook 02's threshold
-study (``retrieval_lib.checks.scores`` / ``thresholds``):
+(``retrieval_lib.checks.retrieval.golden_set.evaluate_golden``: page-level hit@5, MRR, nDCG@5) and by notebook 02's
+threshold study (``retrieval_lib.checks.retrieval.score_distributions``):
 
 - **drafted**: what ``draft`` writes (titles, headings, lead sentences with their expected pages), against the
   kept drafted negatives;
@@ -40,7 +40,8 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent))
 
-from retrieval_lib.checks import golden, scores, thresholds
+from retrieval_lib.checks.retrieval import golden_set as golden
+from retrieval_lib.checks.retrieval import score_distributions as scores
 from retrieval_lib.config import load_settings
 from retrieval_lib.drafting import draft_collection, write_draft
 from retrieval_lib.embedding import make_embedder
@@ -217,7 +218,7 @@ def main(argv: list[str] | None = None) -> int:
                                   drafted_sets["out_of_domain"])):
             study = scores.measure(retriever, ins, oods, top_k=5)
             gap = study.gap
-            rec = thresholds.recommend(study.in_top1, study.ood_top1)
+            rec = scores.recommend(study.in_top1, study.ood_top1)
             thresholds_rows.append((label, len(ins), len(oods), gap.lowest_in_domain, gap.highest_ood, gap.width,
                                     rec))
 

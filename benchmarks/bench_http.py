@@ -7,7 +7,7 @@ qdrant-client, measured in the same run:
 
 - the floor: ONE scroll request of every point with just the fields read (``limit`` = all points);
 - the workbook's whole-collection read (``stores.read_columns``: a count, then pages of ``SERVER_PAGE`` points);
-- notebook 03's ``coverage.scan_sources`` and 05/07's ``health.scan_payloads`` (their own fields), each against
+- notebook 03's ``source_coverage.scan_sources`` and 05/07's ``health.scan_payloads`` (their own fields), each against
   the floor for its fields;
 - with ``--full-run``: a whole ``run`` of every notebook on the sample collection (a copy of ``.qdrant``, which
   ``make sample`` builds) over HTTP with a read-only key: its requests and bytes by endpoint, and its writes (none).
@@ -68,7 +68,8 @@ def _row(name: str, got: tuple[int, int, float, Any], floor: tuple[int, int, flo
 
 
 def scans(scale: int) -> None:
-    from retrieval_lib.checks import coverage, health
+    from retrieval_lib.checks.collection import collection_health as health
+    from retrieval_lib.checks.retrieval import source_coverage as coverage
 
     with tempfile.TemporaryDirectory(prefix="bench-http-") as tmp:
         started = time.perf_counter()

@@ -2,7 +2,7 @@
 
 Notebook 04's other-languages section, measured for both local models: the same questions in en, es, de, zh and ar
 (``params/query_sets/languages.yaml``), each translation's top 5 against the English top 5 of the same question,
-as Jaccard@5 of the chunk ids and top-1 file agreement (:mod:`retrieval_lib.checks.languages`).
+as Jaccard@5 of the chunk ids and top-1 file agreement (:mod:`retrieval_lib.checks.stability.consistency`).
 
 Each model searches the sample book built by the project's own ingest with that model, in a store of its own:
 MiniLM's from a copy of the embedded store (``.qdrant``, collection ``physicalai``; never written), e5's built into
@@ -22,7 +22,7 @@ import time
 from pathlib import Path
 
 from retrieval_lib import Retriever
-from retrieval_lib.checks import languages
+from retrieval_lib.checks.stability import _languages as languages
 from retrieval_lib.config import PROJECT_ROOT, load_settings
 from retrieval_lib.embedding import make_embedder
 from retrieval_lib.ingest import SAMPLE_BOOK, ingest

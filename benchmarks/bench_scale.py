@@ -4,7 +4,7 @@ For each size (10k and 50k by default; ``--sizes 100000`` for ``make bench-scale
 synthetic collection (benchmarks/synthetic.py: the ingest payload, 300 source files, seeded clustered
 384-dim vectors) is built once, then measured in a fresh subprocess (so peak RSS is that engine's alone):
 
-- open, stats, ``coverage.scan_sources``, ``health.scan_payloads``;
+- open, stats, ``source_coverage.scan_sources``, ``health.scan_payloads``;
 - one search, 200 batched searches, a top-10 pass over every chunk (local mode: a 500-chunk sample,
   extrapolated and marked so: the full pass takes hours);
 - memory: the RSS the open store adds, then after its first search (ready to serve), and the peak over
@@ -66,7 +66,8 @@ def measure(engine: str, n: int, folder: Path) -> dict:
     import numpy as np
 
     from benchmarks.synthetic import vectors
-    from retrieval_lib.checks import coverage, health
+    from retrieval_lib.checks.collection import collection_health as health
+    from retrieval_lib.checks.retrieval import source_coverage as coverage
 
     x, _ = vectors(n)
     rng = np.random.default_rng(1)

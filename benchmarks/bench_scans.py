@@ -5,7 +5,7 @@ seeded vectors) in an embedded store in a temporary folder, then times, each
 beside its floor measured in the same run (the median of ``--repeat`` rounds,
 floor and scan alternating):
 
-- ``coverage.scan_sources`` (notebook 03) and ``health.scan_payloads`` (05, 07);
+- ``source_coverage.scan_sources`` (notebook 03) and ``health.scan_payloads`` (05, 07);
   the floor is ONE scroll request of just the fields the scan needs plus the
   same tally;
 - ingest's incremental diff read (``pipeline._existing_points``), floor likewise;
@@ -42,7 +42,8 @@ ROOT = Path(__file__).resolve().parents[1]
 if str(ROOT) not in sys.path:  # run as a script from anywhere
     sys.path.insert(0, str(ROOT))
 
-from retrieval_lib.checks import coverage, health  # noqa: E402
+from retrieval_lib.checks.collection import collection_health as health  # noqa: E402
+from retrieval_lib.checks.retrieval import source_coverage as coverage  # noqa: E402
 from retrieval_lib.ingest import pipeline  # noqa: E402
 from retrieval_lib.models import PAYLOAD_FIELDS  # noqa: E402
 from retrieval_lib.stores import Columns, VectorStore, page_size  # noqa: E402

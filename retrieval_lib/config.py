@@ -63,23 +63,43 @@ from retrieval_lib.errors import ConfigurationError
 VERSION = "0.1.0"
 
 __all__ = ["VERSION", "PROJECT_ROOT", "Secret", "Settings", "load_settings", "secret_values", "redact_url",
-           "SECRET_VARIABLES",
+           "SECRET_VARIABLES", "PROVIDER_DEFAULTS", "ProviderDefaults",
            "resolve_run_dir"]
 
 #: The project folder (where ``notebooks/``, ``params/`` and ``outputs/`` live).
 #: Derived from the package location so kernels started anywhere agree on it.
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 
-LOCAL_MODEL = "all-MiniLM-L6-v2"
-COHERE_DEFAULT_MODEL = "embed-multilingual-v3.0"
-PROVIDERS = ("local", "sentence-transformers", "e5", "cohere", "openai", "gemini")
-#: Each provider's model when ``EMBEDDING_MODEL`` is unset (sentence-transformers has none: a folder is required).
-DEFAULT_MODELS = {"local": LOCAL_MODEL, "e5": "multilingual-e5-small-q4", "cohere": COHERE_DEFAULT_MODEL,
-                  "openai": "text-embedding-3-small", "gemini": "gemini-embedding-001"}
-#: Each remote provider's key: the variable(s) it is read from (the first set wins) and the Settings field.
-_PROVIDER_KEYS = {"cohere": (("COHERE_API_KEY",), "cohere_api_key"),
-                  "openai": (("OPENAI_API_KEY",), "openai_api_key"),
-                  "gemini": (("GEMINI_API_KEY", "GOOGLE_API_KEY"), "gemini_api_key")}
+
+@dataclass(frozen=True)
+class ProviderDefaults:
+    """What one embedding provider reads from the environment, and its model when ``EMBEDDING_MODEL`` is unset.
+
+    Attributes:
+        model: the default model ("" when there is none: ``EMBEDDING_MODEL`` is required).
+        key_variables: the variables its API key is read from (the first one set wins); none for a model on this
+            machine. Its Settings field is ``<provider>_api_key``.
+        base_url_variable: the variable of its endpoint (a gateway, a proxy, a local server); its Settings field is
+            ``<provider>_base_url``.
+    """
+
+    model: str
+    key_variables: tuple[str, ...] = ()
+    base_url_variable: str | None = None
+
+
+#: Every provider's defaults, written once (``EMBEDDING_PROVIDER`` picks one; ``local`` when unset).
+PROVIDER_DEFAULTS: dict[str, ProviderDefaults] = {
+    "local": ProviderDefaults("all-MiniLM-L6-v2"),
+    "sentence-transformers": ProviderDefaults(""),  # a model folder is required: nothing is downloaded
+    "e5": ProviderDefaults("multilingual-e5-small-q4"),
+    "cohere": ProviderDefaults("embed-multilingual-v3.0", ("COHERE_API_KEY",), "COHERE_BASE_URL"),
+    "openai": ProviderDefaults("text-embedding-3-small", ("OPENAI_API_KEY",), "OPENAI_BASE_URL"),
+    "gemini": ProviderDefaults("gemini-embedding-001", ("GEMINI_API_KEY", "GOOGLE_API_KEY"), "GEMINI_BASE_URL"),
+}
+PROVIDERS = tuple(PROVIDER_DEFAULTS)
+LOCAL_MODEL = PROVIDER_DEFAULTS["local"].model
+COHERE_DEFAULT_MODEL = PROVIDER_DEFAULTS["cohere"].model
 ENGINES = ("local", "edge")
 
 
@@ -120,7 +140,11 @@ def redact_url(url: str) -> str:
 
 @dataclass(frozen=True)
 class Settings:
-    """Validated configuration. Build it with :func:`load_settings`."""
+    """Validated configuration. Build it with :func:`load_settings`.
+
+    Each field's default here is the setting's default: :func:`load_settings` reads it from this class (and each
+    provider's from :data:`PROVIDER_DEFAULTS`), never from a second copy.
+    """
 
     embedding_provider: str = "local"
     embedding_model: str = LOCAL_MODEL
@@ -177,8 +201,7 @@ class Settings:
             if not f.repr:
                 continue
             value = getattr(self, f.name)
-            if f.name in ("qdrant_url", "cohere_base_url", "database_url", "openai_base_url",
-                          "gemini_base_url") and value:
+            if f.name in _URL_FIELDS and value:
                 value = redact_url(value)
             shown.append(f"{f.name}={value!r}")
         return f"{type(self).__name__}({', '.join(shown)})"
@@ -199,6 +222,25 @@ class Settings:
             "qdrant_api_key": "set" if self.qdrant_api_key else "unset",
             "collection_name": self.collection_name,
         }
+
+
+#: Settings fields that hold a URL (shown redacted: user-info and query strings can carry credentials).
+_URL_FIELDS = ("qdrant_url", "database_url", *(f"{name}_base_url" for name, p in PROVIDER_DEFAULTS.items()
+                                               if p.base_url_variable))
+
+#: The numeric variables: variable -> (Settings field, smallest value, whole number); the default is the field's.
+_NUMBERS: dict[str, tuple[str, float, bool]] = {
+    "QDRANT_TIMEOUT": ("qdrant_timeout", 0.1, False),
+    "EMBEDDING_TIMEOUT": ("embedding_timeout", 0.1, False),
+    "EMBEDDING_MAX_RETRIES": ("embedding_max_retries", 0, True),
+    "EMBEDDING_RETRY_BUDGET": ("embedding_retry_budget", 0, False),
+    "QUERY_MAX_CHARS": ("query_max_chars", 1, True),
+}
+
+
+def _default(name: str) -> Any:
+    """The default of Settings field ``name`` (the one place it is written)."""
+    return Settings.__dataclass_fields__[name].default
 
 
 def _number(env: Mapping[str, str], name: str, default: float, *, minimum: float, integer: bool = False):
@@ -255,8 +297,8 @@ def _merged(env: Mapping[str, str] | None, dotenv_path: str | os.PathLike[str] |
     return merged
 
 
-#: The variables whose values are secrets.
-SECRET_VARIABLES = ("COHERE_API_KEY", "QDRANT_API_KEY", "OPENAI_API_KEY", "GEMINI_API_KEY", "GOOGLE_API_KEY")
+#: The variables whose values are secrets: every provider's key and Qdrant's.
+SECRET_VARIABLES = (*(v for p in PROVIDER_DEFAULTS.values() for v in p.key_variables), "QDRANT_API_KEY")
 
 
 def secret_values(env: Mapping[str, str] | None = None, *,
@@ -291,23 +333,28 @@ def load_settings(
     """
     merged = _merged(env, dotenv_path)
 
-    provider = (merged.get("EMBEDDING_PROVIDER") or "local").strip().lower().replace("_", "-")
+    provider = (merged.get("EMBEDDING_PROVIDER") or _default("embedding_provider")).strip().lower().replace("_", "-")
     if provider not in PROVIDERS:
         raise ConfigurationError(
             f"EMBEDDING_PROVIDER must be one of {', '.join(PROVIDERS)}; fix or unset it",
             variable="EMBEDDING_PROVIDER",
         )
-    model = (merged.get("EMBEDDING_MODEL") or "").strip() or DEFAULT_MODELS.get(provider, "")
+    model = (merged.get("EMBEDDING_MODEL") or "").strip() or PROVIDER_DEFAULTS[provider].model
     if not model:
         raise ConfigurationError(
             "EMBEDDING_MODEL is not set; EMBEDDING_PROVIDER=sentence-transformers needs the folder of a model "
             "(EMBEDDING_MODEL=/path/to/all-mpnet-base-v2): models are never downloaded at run time",
             variable="EMBEDDING_MODEL")
 
-    keys: dict[str, Secret | None] = {}
-    for name, (variables, attribute) in _PROVIDER_KEYS.items():
+    per_provider: dict[str, Any] = {}
+    for name, defaults in PROVIDER_DEFAULTS.items():
+        if defaults.base_url_variable:
+            per_provider[f"{name}_base_url"] = _url(merged, defaults.base_url_variable)
+        variables = defaults.key_variables
+        if not variables:
+            continue
         value = next((v for var in variables if (v := (merged.get(var) or "").strip())), "")
-        keys[attribute] = Secret(value) if value else None
+        per_provider[f"{name}_api_key"] = Secret(value) if value else None
         if provider == name and not value:
             raise ConfigurationError(
                 f"{' (or '.join(variables)}{')' * (len(variables) - 1)} is not set; EMBEDDING_PROVIDER={name} "
@@ -329,15 +376,15 @@ def load_settings(
             "QDRANT_API_KEY would travel unencrypted: QDRANT_URL must use https for a remote server",
             variable="QDRANT_URL",
         )
-    collection = (merged.get("QDRANT_COLLECTION_NAME") or "physicalai").strip()
+    collection = (merged.get("QDRANT_COLLECTION_NAME") or _default("collection_name")).strip()
     if not collection or "/" in collection:
         raise ConfigurationError("QDRANT_COLLECTION_NAME must be a non-empty name without '/'",
                                  variable="QDRANT_COLLECTION_NAME")
     path_raw = (merged.get("QDRANT_PATH") or "").strip()
-    qdrant_path = Path(path_raw).expanduser() if path_raw else PROJECT_ROOT / ".qdrant"
+    qdrant_path = Path(path_raw).expanduser() if path_raw else _default("qdrant_path")
     if not qdrant_path.is_absolute():
         qdrant_path = PROJECT_ROOT / qdrant_path
-    engine = (merged.get("QDRANT_ENGINE") or "local").strip().lower()
+    engine = (merged.get("QDRANT_ENGINE") or _default("qdrant_engine")).strip().lower()
     if engine not in ENGINES:
         raise ConfigurationError(f"QDRANT_ENGINE must be one of {', '.join(ENGINES)}; fix or unset it",
                                  variable="QDRANT_ENGINE")
@@ -346,31 +393,24 @@ def load_settings(
             f"QDRANT_ENGINE={engine} picks an embedded engine but QDRANT_URL names a server: unset one of them",
             variable="QDRANT_ENGINE")
 
+    numbers = {name: _number(merged, variable, _default(name), minimum=minimum, integer=integer)
+               for variable, (name, minimum, integer) in _NUMBERS.items()}
     return Settings(
         embedding_provider=provider,
         embedding_model=model,
-        cohere_api_key=keys["cohere_api_key"],
-        cohere_base_url=_url(merged, "COHERE_BASE_URL"),
         qdrant_url=qdrant_url,
         qdrant_api_key=Secret(qdrant_key) if qdrant_key else None,
         qdrant_path=qdrant_path,
         qdrant_engine=engine,
         collection_name=collection,
-        qdrant_timeout=_number(merged, "QDRANT_TIMEOUT", 10.0, minimum=0.1),
-        embedding_timeout=_number(merged, "EMBEDDING_TIMEOUT", 30.0, minimum=0.1),
-        embedding_max_retries=_number(merged, "EMBEDDING_MAX_RETRIES", 4, minimum=0, integer=True),
-        embedding_retry_budget=_number(merged, "EMBEDDING_RETRY_BUDGET", 60.0, minimum=0),
-        query_max_chars=_number(merged, "QUERY_MAX_CHARS", 1000, minimum=1, integer=True),
         database_url=_database_url(merged),
         payload_fields=_payload_fields(merged),
         retriever=_retriever_spec(merged),
         vector_name=(merged.get("QDRANT_VECTOR_NAME") or "").strip() or None,
-        openai_api_key=keys["openai_api_key"],
-        openai_base_url=_url(merged, "OPENAI_BASE_URL"),
-        gemini_api_key=keys["gemini_api_key"],
-        gemini_base_url=_url(merged, "GEMINI_BASE_URL"),
         embedding_dimensions=dimensions,
         embedding_batch_size=batch_size,
+        **numbers,
+        **per_provider,
     )
 
 

@@ -147,7 +147,7 @@ def serving(app: Any, options: ServiceOptions | None = None) -> Iterator[str]:
 
     import uvicorn
 
-    from retrieval_lib.checks.api.target import free_port
+    from retrieval_lib.checks.service._target import free_port
     from retrieval_lib.service.server import uvicorn_config
 
     port = free_port()

@@ -13,7 +13,7 @@ import pytest
 from qdrant_client import models
 
 from retrieval_lib import VectorStore
-from retrieval_lib.checks import ann
+from retrieval_lib.checks.collection import ann_recall as ann
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.stores.edge import EdgeStore
 from retrieval_lib.workbook.report import NotebookReport
@@ -41,9 +41,13 @@ def _indexed(folder, **hnsw) -> EdgeStore:
     return store
 
 
+#: params/demo.yaml's minimums ("11 ann recall").
+BARS = {"min_recall": 0.95, "min_recall_p5": 0.8}
+
+
 def _report(tmp_path, study, **gates) -> NotebookReport:
     report = NotebookReport("11_ann_recall", "Does the index return what exact search would?", run_dir=tmp_path)
-    ann.record(report, study, **gates)
+    ann.AnnRecall(study, **{**BARS, **gates}).record(report, show=False)
     return report
 
 
@@ -67,7 +71,7 @@ def test_the_default_hnsw_graph_passes(tmp_path):
     report = _report(tmp_path, study)
     assert len(report.gates) == 3 and all(g.passed for g in report.gates), [str(g) for g in report.gates]
     assert study.overall is not None and study.overall.mean is not None and study.overall.mean >= 0.95
-    frame = ann.slices_frame(study)
+    frame = ann.AnnRecall(study, **BARS).tables()["slices"]
     assert list(frame["search"]) == ["HNSW"] * 5 and frame["queries"].tolist() == [200, 50, 50, 50, 50]
 
 
@@ -98,5 +102,48 @@ def test_bad_arguments_are_refused(tmp_path):
             ann.measure(store, "c", top_k=0)
         assert bad.value.field == "top_k"
     with pytest.raises(ValidationError):
-        ann.record(NotebookReport("x", "y", run_dir=tmp_path), ann.AnnStudy("c", None, 10, None, 0),  # type: ignore
-                   min_recall=1.5)
+        ann.AnnRecall(ann.AnnStudy("c", None, 10, None, 0), min_recall=1.5,  # type: ignore[arg-type]
+                      min_recall_p5=0.8).record(NotebookReport("x", "y", run_dir=tmp_path), show=False)
+
+
+def test_the_check_is_not_applicable_when_only_a_teams_retriever_is_configured(tmp_path):
+    class OnlyRetriever:  # what a NotebookRun says when the profile names a retriever and no collection opens
+        def collection_absent(self):
+            return "only the chatbot's retriever is configured"
+
+    result = ann.run(OnlyRetriever(), ann_top_k=10, ann_queries=200, ann_slice_queries=50, ann_hnsw_ef=None,
+                     ann_seed=0, ann_min_recall=0.95, ann_min_recall_p5=0.8)
+    report = NotebookReport("11_ann_recall", "t", run_dir=tmp_path)
+    result.record(report, show=False)
+    # the labels name their figures even when nothing is measured
+    assert [(g.id, g.name, g.passed) for g in report.gates] == [
+        ("ann.recall_mean", "ANN mean recall@10 >= 0.95", None), ("ann.recall_p5", "ANN P5 recall@10 >= 0.8", None),
+        ("ann.slices", "every filtered slice's mean recall@10 >= 0.95", None)]
+
+
+def test_the_check_runs_through_a_notebooks_context_and_its_command(tmp_path, monkeypatch, capsys):
+    import json
+
+    from retrieval_lib.cli.main import main
+    from retrieval_lib.config import load_settings
+    from retrieval_lib.workbook.report import NotebookRun
+
+    with VectorStore.at_path(tmp_path / "l") as store:
+        store.create_collection("c", DIM)
+        store.upsert("c", _points()[:100])
+    env = {"QDRANT_PATH": str(tmp_path / "l"), "QDRANT_COLLECTION_NAME": "c", "QDRANT_URL": "", "QDRANT_API_KEY": "",
+           "QDRANT_ENGINE": ""}
+    ctx = NotebookRun("11_ann_recall", "t", tmp_path / "run", settings=load_settings(env=env))
+    try:
+        result = ann.run(ctx, ann_top_k=10, ann_queries=20, ann_slice_queries=5, ann_hnsw_ef=None, ann_seed=0,
+                         ann_min_recall=0.95, ann_min_recall_p5=0.8)
+    finally:
+        ctx.close()
+    assert isinstance(result, ann.AnnRecall) and not result.study.applicable
+    assert "engine local: 100 points" in str(result) and result.tables()["slices"].empty
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    assert main(["ann", "--json", "--top-k", "5", "--queries", "20"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["applicable"] is False and out["slices"] == [] and out["gates"] == [] and out["passed"]
+    assert out["index"]["engine"] == "local" and any("local mode searches exactly" in f for f in out["findings"])

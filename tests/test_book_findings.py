@@ -21,10 +21,13 @@ import pytest
 
 from retrieval_lib import VectorStore
 from retrieval_lib.book import SAMPLE_DOCS
-from retrieval_lib.checks import book as check
+from retrieval_lib.checks.collection import book as check
 from retrieval_lib.collection import CollectionView
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.workbook.report import NotebookReport
+
+#: One worker builds this module's fixtures (make test: --dist loadgroup); two would build them twice.
+pytestmark = pytest.mark.xdist_group("test_book_findings")
 
 FOLDERS = ("introduction", "module-02-simulation")
 LEFT_OUT = "module-02-simulation/05-unity-for-robotics.md"      # never ingested
@@ -116,8 +119,9 @@ def foreign(tmp_path_factory, embedder):
 def _study(store, collection, docs, **kw):
     s = check.study(CollectionView(store), collection, docs=str(docs), **kw)
     report = NotebookReport("16_book", "book")
-    lists = check.record(report, s, **GATES)
-    return s, lists, {g.id: g.passed for g in report.gates}
+    result = check.BookResult(s, **GATES, near_duplicate_cosine=0.98)
+    result.record(report, show=False)
+    return s, result.lists, {g.id: g.passed for g in report.gates}
 
 
 @pytest.fixture(scope="module")
@@ -238,3 +242,109 @@ def test_inspect_book_says_how_each_source_was_matched_with_counts(ours):
     assert "6 by file path" in text and f"no page                  {DELETED} -> (no page)" in text
     assert book_keys(None) == {"book_docs": "", "book_sitemap": ""}
     assert book_keys("site/sitemap.xml") == {"book_docs": "", "book_sitemap": "site/sitemap.xml"}
+
+
+ASKED = "The humanoid robotics landscape: from ASIMO to Atlas"
+OTHER = "Why simulate a robot before building it?"
+GONE_GOLDEN = f"""\
+name: gone
+top_k: 5
+min_score: 0.0
+required_passes: 1
+queries:
+  - query: "{ASKED}"
+    expected_url_patterns: [/docs/introduction/humanoid-robotics-landscape]
+extra_queries:
+  - query: "{OTHER}"
+    expected_url_patterns: [/docs/module-02-simulation/why-simulate]
+"""
+
+
+def test_a_gone_source_names_the_questions_whose_top_k_still_holds_its_chunks(ours, embedder, tmp_path):
+    from retrieval_lib.search import Retriever
+
+    store, root = ours
+    golden = tmp_path / "golden.yaml"
+    golden.write_text(GONE_GOLDEN, encoding="utf-8")
+    search = Retriever(store, embedder, "ours", check_model=False)
+    s, lists, gates = _study(store, "ours", _book_now(root / "asked"), golden_set=str(golden), search=search)
+    (gone,) = lists["gone"]
+    assert gone["expected_by"] == [ASKED] and gone["retrieved_by"] == [ASKED]
+    assert s.retrieved.asked == {ASKED: "reviewed", OTHER: "reviewed"} and not s.retrieved.failed
+    assert gates["book.gone"] is False
+
+
+class _Failing:
+    """A retriever whose every answer is an error (a team's endpoint that is down)."""
+
+    def search_many(self, queries, top_k=5, **_):
+        from types import SimpleNamespace
+
+        return [SimpleNamespace(error="HTTP 503 from http://127.0.0.1:9/search", results=[]) for _ in queries]
+
+    def describe(self):
+        return "a failing endpoint"
+
+
+def test_a_question_the_retriever_failed_on_is_counted_apart_not_read_as_not_retrieved(ours, tmp_path):
+    store, root = ours
+    golden = tmp_path / "golden.yaml"
+    golden.write_text(GONE_GOLDEN, encoding="utf-8")
+    s, lists, _ = _study(store, "ours", _book_now(root / "failing"), golden_set=str(golden), search=_Failing())
+    assert s.retrieved.failed == [ASKED, OTHER] and lists["gone"][0]["retrieved_by"] == []
+    report = NotebookReport("16_book", "book")
+    check.BookResult(s, **GATES, near_duplicate_cosine=0.98).record(report, show=False)
+    gone = next(g for g in report.gates if g.id == "book.gone")
+    assert "2 unanswered" in gone.detail and "0 of them still in the top 5" in gone.detail
+
+
+def test_without_a_retriever_no_question_is_asked_and_the_lists_say_so(ours_now):
+    s, lists, _ = ours_now
+    assert s.retrieved is None and lists["gone"][0]["retrieved_by"] is None
+
+
+def _sitemap(docs: Path, dest: Path) -> Path:
+    """The sitemap a Docusaurus build of ``docs`` would serve (trailing slashes, as Docusaurus writes them)."""
+    from retrieval_lib.book import read_docs
+    from retrieval_lib.ingest.pipeline import DEFAULT_BASE_URL
+
+    urls = "".join(f"<url><loc>{DEFAULT_BASE_URL}{p.route}/</loc></url>" for p in read_docs(docs).pages)
+    dest.write_text(f'<?xml version="1.0"?><urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">{urls}'
+                    "</urlset>", encoding="utf-8")
+    return dest
+
+
+def test_a_sitemap_names_the_missing_and_gone_pages_and_says_it_cannot_judge_texts(ours, tmp_path):
+    store, root = ours
+    sitemap = _sitemap(_book_now(root / "for-sitemap"), tmp_path / "sitemap.xml")
+    s = check.study(CollectionView(store), "ours", sitemap=str(sitemap))
+    report = NotebookReport("16_book", "book")
+    result = check.BookResult(s, **GATES, near_duplicate_cosine=0.98)
+    result.record(report, show=False)
+    gates = {g.id: g for g in report.gates}
+    lists = result.lists
+    assert [r["page"] for r in lists["missing"]] == ["/docs/module-02-simulation/unity-for-robotics"]
+    assert lists["missing"][0]["words"] is None and "cannot be told apart" in gates["book.missing"].detail
+    assert [r["source"] for r in lists["gone"]] == [DELETED]
+    assert gates["book.changed"].passed is None and gates["book.thin"].passed is None
+    assert "a sitemap gives routes, not texts" in gates["book.changed"].detail
+    assert set(result.tables()) == {*check.LISTS, "mapping"}
+
+
+def test_docs_or_sitemap_on_the_command_line_names_the_book_and_drops_the_profiles_other_one(tmp_path):
+    from argparse import Namespace
+
+    from retrieval_lib.cli.commands.book import _prepare
+    from retrieval_lib.errors import ValidationError
+
+    params = {"book_docs": "sample_book", "book_sitemap": ""}
+    sitemap = tmp_path / "sitemap.xml"
+    sitemap.write_text("<urlset/>", encoding="utf-8")
+    _prepare(Namespace(docs=None, sitemap=str(sitemap)), params)
+    assert params == {"book_docs": "", "book_sitemap": str(sitemap)}
+    _prepare(Namespace(docs=str(tmp_path), sitemap=None), params)
+    assert params == {"book_docs": str(tmp_path), "book_sitemap": ""}
+    with pytest.raises(ValidationError, match="--sitemap .*no such file"):
+        _prepare(Namespace(docs=None, sitemap=str(tmp_path / "missing.xml")), params)
+    with pytest.raises(ValidationError, match="--docs .*no such folder"):
+        _prepare(Namespace(docs=str(tmp_path / "missing"), sitemap=None), params)

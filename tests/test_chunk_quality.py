@@ -1,4 +1,4 @@
-"""Tests for retrieval_lib.checks.chunks: chunks past the model window, fragments and fragment wins."""
+"""Tests for checks.collection.chunk_quality (notebook 12): chunks past the window, fragments, fragment wins."""
 
 from __future__ import annotations
 
@@ -6,7 +6,7 @@ import pytest
 from corpus import fill_collection
 from fakes.embedders import FakeEmbedder
 
-from retrieval_lib.checks import chunks
+from retrieval_lib.checks.collection import chunk_quality as chunks
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.ingest import SAMPLE_BOOK
 from retrieval_lib.ingest.chunking import chunk_markdown, default_count_tokens
@@ -81,11 +81,12 @@ def test_a_fragment_that_wins_top1_is_shown_beside_its_sections_best_full_chunk(
         assert win.best_full_id is not None and win.best_full_id.endswith("#3")
         assert win.best_full_score is not None and win.best_full_score < win.fragment_score
         report = NotebookReport("12_chunk_quality", "t", run_dir=tmp_path)
-        chunks.record(report, study, answered, wins, max_unseen_share=0.01, max_fragment_share=0.1,
-                      max_fragment_win_rate=0.1, show=False)
+        result = chunks.ChunkQuality(study, [], answered, wins, max_unseen_share=0.01, max_fragment_share=0.1,
+                                     max_fragment_win_rate=0.1)
+        result.record(report, show=False)
         assert [g.passed for g in report.gates] == [False, False, False]
         assert report.metrics["fragment_win_rate"] == pytest.approx(0.5)
-        table = chunks.wins_frame(wins)
+        table = result.tables()["fragment_wins"]
         assert list(table.columns) == ["query", "fragment", "fragment_score", "best_full_chunk", "full_score"]
         assert (tmp_path / "figures" / "12_chunk_quality_lengths.png").is_file()
 
@@ -113,10 +114,11 @@ def test_a_collection_made_with_fixed_1000_token_windows_reports_truncation_and_
     assert foreign.unseen_text_share > 0.5  # most of the text is never seen
     assert foreign.fragments  # the short tails of the files
     report = NotebookReport("12_chunk_quality", "t", run_dir=tmp_path)
-    chunks.record(report, foreign, 0, [], max_unseen_share=0.01, max_fragment_share=0.04,
-                  max_fragment_win_rate=0.02, show=False)
+    result = chunks.ChunkQuality(foreign, [], 0, [], max_unseen_share=0.01, max_fragment_share=0.04,
+                                 max_fragment_win_rate=0.02)
+    result.record(report, show=False)
     assert not report.gates[0].passed
-    assert chunks.past_window_frame(foreign)["unseen_share"].max() > 0.7
+    assert result.tables()["past_window"]["unseen_share"].max() > 0.7
 
     # The workbook's own chunker on the same book, against the same window: nothing past it.
     ours = [dict(chunk_id=f"{s}#{c.sequence}", source_file=s, title=t, section_title=c.section_title,

@@ -9,8 +9,9 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_lib.checks import compare_stats as st
-from retrieval_lib.checks.compare import compare_runs, find_baseline
+from retrieval_lib.checks.comparison import _stats as st
+from retrieval_lib.checks.comparison import compare
+from retrieval_lib.checks.comparison.compare import compare_runs, find_baseline
 from retrieval_lib.cli.main import main
 from retrieval_lib.errors import RunsNotComparableError, ValidationError
 from retrieval_lib.workbook.runfiles import FORMAT, query_id
@@ -179,17 +180,45 @@ def test_committed_baseline_compares_with_itself():
 
 
 def test_notebook_call_records_a_gate_and_the_report_gains_a_compared_with_section(runs, tmp_path):
-    from retrieval_lib.checks.compare_views import for_notebook
     from retrieval_lib.workbook.index_page import render_index
-    from retrieval_lib.workbook.report import NotebookReport
+    from retrieval_lib.workbook.report import NotebookRun
 
-    report = NotebookReport("14_compare", "t", tmp_path / "r")
-    cmp = for_notebook(report, str(runs["base"]), str(runs["worse"]), min_effect=0.02)
-    assert cmp is not None and not report.gates[0].passed and report.metrics["baseline_run"] == runs["base"].name
-    outcome = {"notebook": "14_compare", "status": "failed", "metrics": report.metrics, "findings": report.findings}
-    assert f"Compared with {runs['base'].name}" in render_index({"outcomes": [outcome]})
-    nothing = NotebookReport("14_compare", "t", tmp_path / "n")
-    assert for_notebook(nothing, "", str(runs["base"])) is None and not nothing.gates
-    assert "nothing to compare with" in nothing.findings[0]
-    assert "Compared with" not in render_index({"outcomes": [{"notebook": "14_compare", "status": "passed",
-                                                              "metrics": nothing.metrics, "findings": []}]})
+    ctx = NotebookRun("14_compare", "t", tmp_path / "r")
+    try:
+        result = compare.run(ctx, baseline_run=str(runs["base"]), candidate_run=str(runs["worse"]),
+                             compare_alpha=0.05, compare_min_effect=0.02)
+        assert isinstance(result, compare.Compared) and "REGRESSION" in str(result)
+        result.record(ctx.report, show=False)
+        report = ctx.report
+        assert not report.gates[0].passed and report.gates[0].id == "compare.regression"
+        assert report.metrics["baseline_run"] == runs["base"].name
+        assert set(result.tables()) == {"metrics", "changed_queries"} and len(result.tables()["metrics"]) == 3
+        outcome = {"notebook": "14_compare", "status": "failed", "metrics": report.metrics,
+                   "findings": report.findings}
+        assert f"Compared with {runs['base'].name}" in render_index({"outcomes": [outcome]})
+    finally:
+        ctx.close()
+    ctx = NotebookRun("14_compare", "t", tmp_path / "n")
+    try:
+        nothing = compare.run(ctx, baseline_run="", candidate_run=str(runs["base"]), compare_alpha=0.05,
+                              compare_min_effect=0.02)
+        assert isinstance(nothing, compare.NothingToCompare) and nothing.error is None
+        nothing.record(ctx.report, show=False)
+        assert not ctx.report.gates and "nothing to compare with" in ctx.report.findings[0]
+        assert "Compared with" not in render_index({"outcomes": [{"notebook": "14_compare", "status": "passed",
+                                                                  "metrics": ctx.report.metrics, "findings": []}]})
+    finally:
+        ctx.close()
+
+
+def test_runs_that_asked_other_questions_are_nothing_to_compare_in_a_notebook_not_an_error(runs, tmp_path):
+    from retrieval_lib.workbook.report import NotebookRun
+
+    ctx = NotebookRun("14_compare", "t", tmp_path / "r")
+    try:
+        result = compare.run(ctx, baseline_run=str(runs["base"]), candidate_run=str(runs["other"]),
+                             compare_alpha=0.05, compare_min_effect=0.02)
+    finally:
+        ctx.close()
+    assert isinstance(result, compare.NothingToCompare) and isinstance(result.error, RunsNotComparableError)
+    assert "is not comparable" in str(result) and result.tables()["metrics"].empty

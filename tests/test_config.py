@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from retrieval_lib import Settings, load_settings
-from retrieval_lib.config import PROJECT_ROOT, Secret
+from retrieval_lib.config import PROJECT_ROOT, PROVIDER_DEFAULTS, SECRET_VARIABLES, Secret, secret_values
 from retrieval_lib.errors import ConfigurationError
 
 SECRET = "s3cr3t-VALUE-7f9a"
@@ -183,3 +183,41 @@ def test_with_overrides_keeps_secrets_masked():
     assert isinstance(s, Settings) and s.collection_name == "other"
     assert SECRET not in repr(s)
     assert s.qdrant_api_key.reveal() == SECRET
+
+
+# ----------------------------------------------------------------------------- each default written once
+
+def test_nothing_set_gives_the_settings_class_defaults_field_by_field():
+    # load_settings reads every default from Settings itself: a second copy could not drift without this failing
+    assert load_settings(env={}) == Settings()
+
+
+@pytest.mark.parametrize("name", [n for n, p in PROVIDER_DEFAULTS.items() if p.model])
+def test_each_provider_takes_its_model_key_and_base_url_from_the_one_table(name):
+    defaults = PROVIDER_DEFAULTS[name]
+    env = {"EMBEDDING_PROVIDER": name}
+    env.update({v: SECRET for v in defaults.key_variables[:1]})
+    if defaults.base_url_variable:
+        env[defaults.base_url_variable] = "http://127.0.0.1:9/v1/"
+    s = load_settings(env=env)
+    assert s.embedding_model == defaults.model
+    if defaults.key_variables:
+        assert getattr(s, f"{name}_api_key").reveal() == SECRET
+        assert set(defaults.key_variables) <= set(SECRET_VARIABLES)
+        assert secret_values(env) == {SECRET}
+    if defaults.base_url_variable:
+        assert getattr(s, f"{name}_base_url") == "http://127.0.0.1:9/v1"
+
+
+def test_a_later_key_variable_is_read_when_the_first_is_unset():
+    s = load_settings(env={"EMBEDDING_PROVIDER": "gemini", "GOOGLE_API_KEY": SECRET})
+    assert s.gemini_api_key.reveal() == SECRET
+    both = load_settings(env={"EMBEDDING_PROVIDER": "gemini", "GEMINI_API_KEY": "first", "GOOGLE_API_KEY": SECRET})
+    assert both.gemini_api_key.reveal() == "first"
+
+
+def test_a_provider_without_a_default_model_needs_one():
+    assert PROVIDER_DEFAULTS["sentence-transformers"].model == ""
+    with pytest.raises(ConfigurationError) as info:
+        load_settings(env={"EMBEDDING_PROVIDER": "sentence-transformers"})
+    assert info.value.variable == "EMBEDDING_MODEL"

@@ -9,7 +9,7 @@ import pytest
 from fakes.embedders import FakeEmbedder
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.checks.consistency import (
+from retrieval_lib.checks.stability.consistency import (
     compare_rankings,
     consistency_frame,
     jaccard,

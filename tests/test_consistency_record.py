@@ -1,11 +1,12 @@
-"""Notebook 04's phases, table, figure, gates, findings and metrics (checks.consistency), passing and failing."""
+"""Notebook 04's phases, tables, figure, gates, findings and metrics (checks.stability.consistency), passing and
+failing."""
 
 from __future__ import annotations
 
 import pytest
 from responses import answer, hit
 
-from retrieval_lib.checks import consistency
+from retrieval_lib.checks.stability import consistency
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.workbook.report import NotebookReport
 
@@ -27,11 +28,10 @@ def runs(*, swap_fresh: bool = False, nudge_batch: float = 0.0):
 
 
 def record(reference, phases, tmp_path, *, tolerance=1e-6):
-    frame = consistency.consistency_frame(reference, phases, tolerance=tolerance)
-    per_query = consistency.summarise_by_query(frame, phases=list(phases), reference=reference)
+    result = consistency.Consistency(list(reference), 3, 5, tolerance, reference, phases)
     report = NotebookReport("04_consistency", "t", tmp_path)
-    failures = consistency.record(report, frame, per_query, repeats=3, tolerance=tolerance)
-    return report, {g.name: g for g in report.gates}, failures, frame, per_query
+    result.record(report, show=False)
+    return report, {g.name: g for g in report.gates}, result.failures, result.detail, result.per_query
 
 
 def test_phase_runs_take_the_first_repeat_as_reference():
@@ -107,3 +107,32 @@ def test_rbo_figure_marks_identical_cells_and_leaves_missing_ones_empty():
     assert texts[4:8] == ["=", "=", f"{consistency.rbo('ab', 'ba'):.2f}", "="]
     assert texts[8:] == [""] * 4                       # no run for that query
     plt.close(fig)
+
+
+def test_the_result_records_its_tables_and_figure_and_prints_its_counts(tmp_path):
+    reference, phases = runs(swap_fresh=True)
+    result = consistency.Consistency(QUERIES, 3, 5, 1e-6, reference, phases)
+    report = NotebookReport("04_consistency", "t", tmp_path)
+    result.record(report, show=False)
+    assert str(result).splitlines() == ["2 queries x 3 repeats + 1 search_many pass, top 5",
+                                        "fresh client: 2 queries re-run",
+                                        "1 of 8 runs differ from their query's first run"]
+    tables = result.tables()
+    assert list(tables) == ["first_runs", "comparisons", "per_query", "differing"]  # no language part given
+    assert list(tables["differing"]["query"]) == ["q2"]
+    assert report.tables == ["tables/04_consistency_comparisons.csv", "tables/04_consistency_per_query.csv"]
+    assert (tmp_path / "figures" / "04_consistency_rbo_matrix.png").is_file()
+    assert "search_many: max |score difference| = 0" in result.score_noise()
+
+
+@pytest.mark.parametrize("name", ["consistency", "golden_set", "latency", "judgments"])
+def test_the_check_takes_its_notebooks_parameters_by_name(name):
+    """Notebooks 04, 05, 06 and 13: the check's ``run`` takes the ctx and exactly the notebook's parameters."""
+    import importlib
+    import inspect
+
+    from retrieval_lib.workbook.registry import notebook_spec
+
+    spec = notebook_spec(name)
+    params = list(inspect.signature(importlib.import_module(spec.module).run).parameters)
+    assert params[0] == "ctx" and sorted(params[1:]) == sorted(p for p in spec.params if p != "run_dir")

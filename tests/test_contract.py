@@ -19,7 +19,8 @@ from fakes.embedders import FakeEmbedder, hashed_bag_of_words
 from qdrant_client import models
 
 from retrieval_lib import VectorStore
-from retrieval_lib.checks import contract, health
+from retrieval_lib.checks.collection import collection_health as health
+from retrieval_lib.checks.collection import embedding_contract as contract
 from retrieval_lib.cli.commands import gate_exit_code
 from retrieval_lib.embedding.providers import CohereEmbedder
 from retrieval_lib.errors import ModelMismatchError, ValidationError
@@ -41,7 +42,7 @@ def fill(store: VectorStore, name: str, docs, embed, model: str, dimension: int)
 
 def recorded(result: contract.ProbeResult) -> NotebookReport:
     report = NotebookReport("09_embedding_contract", "t", run_dir=tempfile.mkdtemp())
-    contract.record(report, result, max_self_retrieval_drop=contract.DEFAULT_MAX_SELF_RETRIEVAL_DROP)
+    contract.EmbeddingContract(result, contract.DEFAULT_MAX_SELF_RETRIEVAL_DROP).record(report, show=False)
     return report
 
 
@@ -117,6 +118,34 @@ def test_bad_arguments_are_refused_before_any_embedding(kwargs):
     with pytest.raises(ValidationError):
         contract.probe(VectorStore.in_memory(), "c", fake, **kwargs)
     assert fake.calls == 0
+
+
+@pytest.mark.parametrize("params, field", [({"contract_sample": 0}, "sample"), ({"top_k": 101}, "top_k"),
+                                           ({"max_self_retrieval_drop": 1.5}, "max_self_retrieval_drop")])
+def test_the_check_refuses_its_parameters_before_opening_anything(params, field):
+    class Untouchable:  # the context: reading anything from it fails the test
+        def __getattr__(self, name):
+            raise AssertionError(f"the check read ctx.{name} before refusing its parameters")
+
+    values = {"contract_sample": 8, "contract_seed": 0, "top_k": 5, "contract_min_cosine": 0.99,
+              "max_self_retrieval_drop": 0.05} | params
+    with pytest.raises(ValidationError) as err:
+        contract.run(Untouchable(), **values)
+    assert err.value.field == field
+
+
+def test_the_result_prints_its_lines_and_gives_its_tables_and_the_older_json_keys():
+    embedder = FakeEmbedder(hashed_bag_of_words(64), dimension=64)
+    with VectorStore.in_memory() as store:
+        fill(store, "c", DOCS, embedder.embed_documents, embedder.model, embedder.dimension)
+        result = contract.EmbeddingContract(contract.probe(store, "c", embedder, sample=len(DOCS), top_k=3), 0.05)
+    lines = str(result).splitlines()
+    assert lines[0].startswith(f"{len(DOCS)} points sampled from ") and "(gate 0.99)" in lines[0]
+    assert "(drop 0.00, gate 0.05)" in lines[1] and lines[2].startswith("no diagnosis needed")
+    tables = result.tables()
+    assert len(tables["points"]) == len(DOCS) and tables["collection"] == "c" and tables["diagnosis"] is None
+    assert tables["cost"]["document_texts"] == len(DOCS) and len(tables["lowest_cosines"]) == min(8, len(DOCS))
+    assert set(tables["not_found"].columns) == {"source_file", "probe_query", "file_hit"}
 
 
 def test_text_edited_after_ingest_is_diagnosed_as_changed_text():
@@ -240,5 +269,12 @@ def test_the_probe_command_says_the_cost_first_and_exits_by_its_gates(book, embe
     assert out.err.startswith("probe cost (at most): 16 texts in 2 embed calls")
     data = json.loads(out.out)
     assert data["passed"] and len(data["points"]) == 8 and data["diagnosis"] is None
+    assert data["collection"] == SAMPLE_COLLECTION and data["cost"]["document_texts"] == 8
     assert main(["probe", "--sample", "8"]) == 0
-    assert capsys.readouterr().out.rstrip().endswith("ALL GATES PASSED")
+    printed = capsys.readouterr().out
+    assert "[PASS] re-embedded chunks match their stored vectors" in printed and "[FAIL]" not in printed
+    # the same check under its one name, from the registry: the same gates and verdict
+    assert main(["check", "embedding_contract", "--contract-sample", "8", "--json"]) == 0
+    again = json.loads(capsys.readouterr().out)
+    assert [(g["id"], g["passed"]) for g in again["gates"]] == [(g["id"], g["passed"]) for g in data["gates"]]
+    assert main(["probe", "--max-drop", "1.5"]) == 2 and "max_self_retrieval_drop" in capsys.readouterr().err

@@ -5,7 +5,8 @@ from __future__ import annotations
 import pytest
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.checks.coverage import (
+from retrieval_lib.checks.retrieval._topics import prefix_hits
+from retrieval_lib.checks.retrieval.source_coverage import (
     CoverageQuery,
     SourceFile,
     build_queries,
@@ -13,7 +14,6 @@ from retrieval_lib.checks.coverage import (
     heading_queries,
     measure_coverage,
     missed_heading_queries,
-    prefix_hits,
     scan_sources,
 )
 

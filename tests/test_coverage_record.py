@@ -1,4 +1,5 @@
-"""Notebook 03's study, figure, gates, findings and metrics (checks.coverage), each gate passing and failing."""
+"""Notebook 03's check (checks.retrieval.source_coverage): its study, tables, figure, gates, findings and metrics,
+each gate passing and failing."""
 
 from __future__ import annotations
 
@@ -8,9 +9,9 @@ from fakes.embedders import FakeEmbedder
 from responses import answer, hit
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.checks import coverage
-from retrieval_lib.checks.coverage import CoverageQuery, SourceFile, prefix_hits
-from retrieval_lib.checks.topics import TopicLanding, TopicStudy
+from retrieval_lib.checks.retrieval import source_coverage as coverage
+from retrieval_lib.checks.retrieval._topics import TopicLanding, TopicStudy, prefix_hits
+from retrieval_lib.checks.retrieval.source_coverage import CoverageQuery, SourceFile
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.params import GoldenQuery, GoldenSet, Topic, TopicSet
 from retrieval_lib.workbook.report import NotebookReport
@@ -46,9 +47,10 @@ def topic(response, prefix: str = "m2/") -> TopicStudy:
 
 def record(s, lands, tmp_path, *, min_reachable_share=1.0, min_primary_share=0.6, prefix="m2/"):
     report = NotebookReport("03_source_coverage", "t", tmp_path)
-    share = coverage.record(report, s, topics=topic(lands, prefix), min_reachable_share=min_reachable_share,
-                            min_primary_share=min_primary_share)
-    return report, {g.name: g for g in report.gates}, share
+    result = coverage.SourceCoverage(s, topic(lands, prefix), points=sum(f.chunks for f in s.sources),
+                                     min_reachable_share=min_reachable_share, min_primary_share=min_primary_share)
+    result.record(report, show=False)
+    return report, {g.name: g for g in report.gates}, report.metrics["primary_share"]
 
 
 def test_every_file_reached_and_the_query_in_its_module_pass_with_findings_and_metrics(tmp_path):
@@ -70,6 +72,10 @@ def test_every_file_reached_and_the_query_in_its_module_pass_with_findings_and_m
     ]
     assert report.metrics["missed_heading_queries"] == 2 and report.metrics["unreachable_files"] == []
     assert report.metrics["primary_share"] == 0.75 and report.metrics["queries"] == 5
+    assert [t.split("/")[1] for t in report.tables] == [
+        "03_source_coverage_inventory.csv", "03_source_coverage_coverage.csv",
+        "03_source_coverage_missed_heading_queries.csv", "03_source_coverage_topics.csv"]
+    assert report.figures == ["figures/03_source_coverage_hit_rate.png"]
 
 
 def test_an_unreachable_file_fails_the_reachability_gate_and_is_named(tmp_path):
@@ -141,3 +147,49 @@ def test_hit_rate_figure_has_one_bar_per_file_and_marks_the_unreachable_red():
     assert [p.get_facecolor() for p in ax.patches][-1] == to_rgba("tab:red")
     assert [t.get_text() for t in ax.texts] == ["1/1", "1/2", "0/1"]
     plt.close(fig)
+
+
+class Ctx:
+    """What the check reads of a notebook's run: the retriever, the collection, and whether it can be opened."""
+
+    def __init__(self, retriever, absent=None):
+        self.retriever, self._absent = retriever, absent
+        self.store, self.collection = (retriever.store, retriever.collection) if retriever else (None, "c")
+
+    def collection_absent(self):
+        return self._absent
+
+
+def test_run_asks_headings_golden_and_topic_queries_and_records_the_tables(tmp_path):
+    embedder = FakeEmbedder.hashed()
+    store = VectorStore.in_memory()
+    try:
+        fill_collection(store, "c", embedder)
+        result = coverage.run(Ctx(Retriever(store, embedder, "c")), golden_set="params/golden/sample_book.yaml",
+                              coverage_top_k=3, min_reachable_share=0.5, headings_per_file=2,
+                              primary_query="Gazebo simulation", primary_prefix="module-02-simulation/", topics="",
+                              min_primary_share=0.0)
+    finally:
+        store.close()
+    assert result.points == len(DOCS) and result.topics.landings[0].topic == "Gazebo simulation"
+    lines = str(result).splitlines()
+    assert lines[0] == f"{len(result.study.sources)} source files, {len(DOCS)} chunks scanned of {len(DOCS)} points " \
+                       "in the collection"
+    assert lines[-1].startswith("1 topic queries from primary_query")
+    assert set(result.tables()) == {"inventory", "coverage", "missed_heading_queries", "topics"}
+    report = NotebookReport("03_source_coverage", "t", tmp_path)
+    result.record(report, show=False)
+    assert [g.id for g in report.gates] == ["coverage.reachable", "coverage.topic.gazebo_simulation"]
+
+
+def test_with_only_a_teams_retriever_the_check_is_not_applicable_and_says_why(tmp_path):
+    result = coverage.run(Ctx(None, absent="only the chatbot's retriever is configured"), golden_set="x.yaml",
+                          coverage_top_k=3, min_reachable_share=1.0, headings_per_file=2, primary_query="q",
+                          primary_prefix="p/", topics="", min_primary_share=0.6)
+    report = NotebookReport("03_source_coverage", "t", tmp_path)
+    result.record(report)
+    assert [(g.id, g.passed, g.name) for g in report.gates] == [
+        ("coverage.reachable", None, "every source file is reachable by a query"),
+        ("coverage.topics", None, "topic queries land in their own section")]
+    assert report.passed and "only the chatbot's retriever" in report.gates[0].detail
+    assert result.tables() == {}

@@ -13,6 +13,9 @@ from retrieval_lib.cli.main import main
 from retrieval_lib.params import load_golden_set, load_query_sets
 from retrieval_lib.stores.qdrant import VectorStore
 
+#: One worker builds this module's fixtures (make test: --dist loadgroup); two would build them twice.
+pytestmark = pytest.mark.xdist_group("test_draft_cli")
+
 TEXTS = {
     "module-1/kinematics": ("Forward Kinematics", "Forward kinematics chains the joint transforms of an arm from its "
                            "base to its gripper, so that the pose of the hand follows from the joint angles. Each "

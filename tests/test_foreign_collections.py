@@ -216,7 +216,7 @@ def test_a_collection_with_several_named_vectors_is_read_by_the_one_qdrant_vecto
     workbook says which setting picks one; with QDRANT_VECTOR_NAME every read and search uses that vector."""
     from qdrant_client import models
 
-    from retrieval_lib.checks import contract
+    from retrieval_lib.checks.collection import embedding_contract as contract
     from retrieval_lib.config import load_settings
     from retrieval_lib.errors import ConfigurationError
     from retrieval_lib.stores import open_store

@@ -20,9 +20,11 @@ from retrieval_lib.workbook.report import NotebookReport
 from retrieval_lib.workbook.summary import gate_hint, terminal_lines
 
 CHECKS = PROJECT_ROOT / "retrieval_lib" / "checks"
-#: Checks whose gates carry ids of their own but are not in the catalogue yet (notebooks 15 and 16: the lead moves
-#: them into retrieval_lib/checks/gates.py).
-NOT_CATALOGUED = ("side_by_side", "book")
+#: Checks whose gates carry ids of their own but are not in the catalogue yet (none: every check's are).
+NOT_CATALOGUED: tuple[str, ...] = ()
+#: Modules outside checks/ that record a catalogued gate by a literal id and label (NotebookRun.finish records
+#: ``retriever.answered``): the test below holds those literals to the catalogue.
+RECORDED_BY_LITERAL_ID = (PROJECT_ROOT / "retrieval_lib" / "workbook" / "report.py",)
 
 
 def test_every_gate_id_is_unique_a_dotted_slug_and_holds_no_threshold():
@@ -53,6 +55,35 @@ def test_checks_record_their_gates_only_through_the_catalogue():
                     and node.func.attr in ("gate", "not_applicable") and ast.unparse(node.func.value) == "report"):
                 direct.append(f"{module.relative_to(CHECKS)}:{node.lineno}")
     assert not direct, f"record these through a GateDef of retrieval_lib/checks/gates.py: {direct}"
+
+
+def _literal_gates(module) -> dict[str, str | None]:
+    """The gate ids written as literals in ``report.gate(label, ..., gate_id="x.y")`` calls of ``module``, each with
+    its literal label (None when the label is computed)."""
+    found: dict[str, str | None] = {}
+    for node in ast.walk(ast.parse(module.read_text(encoding="utf-8"))):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in (
+                "gate", "not_applicable"):
+            gid = next((k.value.value for k in node.keywords if k.arg == "gate_id"
+                        and isinstance(k.value, ast.Constant)), None)
+            if gid:
+                label = node.args[0] if node.args else None
+                found[gid] = label.value if isinstance(label, ast.Constant) else None
+    return found
+
+
+def test_gates_recorded_by_a_literal_id_are_catalogued_under_the_same_id_and_label():
+    found: dict[str, str | None] = {}
+    for module in RECORDED_BY_LITERAL_ID:
+        found |= _literal_gates(module)
+    assert "retriever.answered" in found  # the gate a run records when its questions went to a team's retriever
+    for gid, label in found.items():
+        assert by_id(gid) is not None and by_id(gid).id == gid, f"{gid}: add its GateDef to checks/gates.py"
+        assert label is None or by_id(gid).label == label, (gid, label, by_id(gid).label)
+    # notebook 15 records its six through the catalogue
+    from retrieval_lib.checks.retrieval.side_by_side import GATES as SIDE_BY_SIDE
+
+    assert {g.id for g in SIDE_BY_SIDE} == {g.id for g in GATES if g.id.startswith("side_by_side.")}
 
 
 def test_a_gate_keeps_its_id_when_its_threshold_and_label_change(tmp_path):

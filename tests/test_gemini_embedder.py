@@ -19,7 +19,7 @@ from fakes.tcp import closed_port
 from remote_checks import RecordingSleep, assert_no_secret, service_answers
 
 from retrieval_lib import VectorStore
-from retrieval_lib.checks import contract
+from retrieval_lib.checks.collection import embedding_contract as contract
 from retrieval_lib.config import load_settings
 from retrieval_lib.embedding import GeminiEmbedder, make_embedder
 from retrieval_lib.errors import (

@@ -11,8 +11,8 @@ from fakes.embedders import FakeEmbedder
 from qdrant_client import models
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.checks.golden import evaluate_golden, load_golden_set, url_matches
-from retrieval_lib.checks.health import scan_payloads
+from retrieval_lib.checks.collection.collection_health import scan_payloads
+from retrieval_lib.checks.retrieval.golden_set import evaluate_golden, load_golden_set, url_matches
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import PAYLOAD_FIELDS
 

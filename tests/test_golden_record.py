@@ -10,11 +10,12 @@ from fakes.embedders import FakeEmbedder
 from qdrant_client import models
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.checks import golden
-from retrieval_lib.checks.golden import NO_RELEVANT_PAGE, QueryOutcome, ValidationReport
-from retrieval_lib.checks.health import PayloadScan
+from retrieval_lib.checks.collection.collection_health import PayloadScan
+from retrieval_lib.checks.retrieval import golden_set as golden
+from retrieval_lib.checks.retrieval.golden_set import NO_RELEVANT_PAGE, QueryOutcome, ValidationReport
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import PAYLOAD_FIELDS
+from retrieval_lib.params import GoldenSet
 from retrieval_lib.workbook.report import NotebookReport
 
 SITE = "https://book.example"
@@ -116,6 +117,17 @@ def scan_of(points: int = 10, complete: int = 10) -> PayloadScan:
                        points_per_file={"a.md": points})
 
 
+#: A hand-written golden set (no drafted entries), as the results above were judged on.
+GOLDEN = GoldenSet(name="t", top_k=5, min_score=0.5, required_passes=2, queries=())
+
+
+def record(report: NotebookReport, validation: ValidationReport, scan: PayloadScan, *,
+           min_metadata_completeness: float) -> None:
+    """Notebook 05's result over ``validation`` and ``scan``, recorded on ``report``."""
+    result = golden.GoldenSetCheck(GOLDEN, validation, scan, min_metadata_completeness=min_metadata_completeness)
+    result.record(report, show=False)
+
+
 def gates(report: NotebookReport) -> dict[str, tuple[bool, object, object]]:
     return {g.name: (g.passed, g.value, g.threshold) for g in report.gates}
 
@@ -124,7 +136,7 @@ def test_record_passes_every_gate_on_a_good_run(tmp_path):
     report = NotebookReport("05_test", "t", tmp_path)
     v = report_of([outcome("a", best=0.9), outcome("b", best=0.62, threshold=0.6), outcome("c", "extra"),
                    outcome("n", "negative", best=None, top=0.3, threshold=0.5)])
-    golden.record(report, v, scan_of(), min_metadata_completeness=100.0)
+    record(report, v, scan_of(), min_metadata_completeness=100.0)
     assert gates(report) == {"at least 2 golden queries pass": (True, 2, 2),
                              "every negative returns nothing relevant": (True, 1, 1),
                              "metadata completeness >= 100%": (True, 100.0, 100.0)}
@@ -140,7 +152,7 @@ def test_record_passes_every_gate_on_a_good_run(tmp_path):
 def test_record_fails_the_golden_gate_and_names_each_failed_query(tmp_path):
     report = NotebookReport("05_test", "t", tmp_path)
     v = report_of([outcome("a"), outcome("b", passed=False, best=None), outcome("c", "extra", passed=False)])
-    golden.record(report, v, scan_of(), min_metadata_completeness=100.0)
+    record(report, v, scan_of(), min_metadata_completeness=100.0)
     assert gates(report)["at least 2 golden queries pass"] == (False, 1, 2)
     assert "FAILED golden 'b': because" in report.findings and "FAILED extra 'c': because" in report.findings
     assert not report.passed and report.metrics["validation_report_passed"] is False
@@ -149,14 +161,14 @@ def test_record_fails_the_golden_gate_and_names_each_failed_query(tmp_path):
 def test_record_fails_the_negative_gate_when_a_negative_scores_too_high(tmp_path):
     report = NotebookReport("05_test", "t", tmp_path)
     v = report_of([outcome("a"), outcome("b"), outcome("n", "negative", passed=False, best=None, top=0.8)])
-    golden.record(report, v, scan_of(), min_metadata_completeness=100.0)
+    record(report, v, scan_of(), min_metadata_completeness=100.0)
     assert gates(report)["every negative returns nothing relevant"] == (False, 0, 1)
     assert gates(report)["at least 2 golden queries pass"][0] is True
 
 
 def test_record_fails_the_completeness_gate_from_the_scan(tmp_path):
     report = NotebookReport("05_test", "t", tmp_path)
-    golden.record(report, report_of([outcome("a"), outcome("b")]), scan_of(points=8, complete=7),
+    record(report, report_of([outcome("a"), outcome("b")]), scan_of(points=8, complete=7),
                   min_metadata_completeness=99.0)
     gate = report.gates[2]
     assert (gate.name, gate.passed, gate.value) == ("metadata completeness >= 99%", False, 87.5)
@@ -166,15 +178,15 @@ def test_record_fails_the_completeness_gate_from_the_scan(tmp_path):
 def test_record_explains_an_ndcg_below_one_by_the_queries_with_several_relevant_pages(tmp_path):
     report = NotebookReport("05_test", "t", tmp_path)
     v = report_of([outcome("a", pages=("p1", "p2", "p3")), outcome("b")], ndcg=0.8)
-    golden.record(report, v, scan_of(), min_metadata_completeness=100.0)
+    record(report, v, scan_of(), min_metadata_completeness=100.0)
     assert ("nDCG@5 < 1 because 1 golden queries' patterns cover several pages ('a': 3) that their top 5 does "
             "not all show") in report.findings
 
 
 def test_record_refuses_a_completeness_minimum_outside_0_to_100(tmp_path):
     with pytest.raises(ValidationError) as err:
-        golden.record(NotebookReport("05_test", "t", tmp_path), report_of([outcome("a"), outcome("b")]), scan_of(),
-                      min_metadata_completeness=101.0)
+        record(NotebookReport("05_test", "t", tmp_path), report_of([outcome("a"), outcome("b")]), scan_of(),
+               min_metadata_completeness=101.0)
     assert err.value.field == "min_metadata_completeness"
 
 
@@ -216,3 +228,45 @@ def test_golden_hint_names_the_queries_whose_pages_are_missing():
     v = report_of([outcome("a"), outcome("where is it", passed=False, best=None)], required=2)
     hint = golden.golden_hint(v)
     assert hint.startswith("no expected page in the top 5 for 'where is it'") and "expected_url_patterns" in hint
+
+
+# ---------------------------------------------------------------------- the check, through a run's context
+class _Ctx:
+    """The parts of a NotebookRun notebook 05's check reads."""
+
+    def __init__(self, retriever, run_dir, absent: str | None = None) -> None:
+        self.retriever = self.collection_retriever = retriever
+        self.store, self.collection = retriever.store, retriever.collection
+        self.report = NotebookReport("05_golden_set", "t", run_dir)
+        self.absent = absent
+
+    def collection_absent(self) -> str | None:
+        return self.absent
+
+
+def test_the_check_scans_the_collection_asks_the_set_and_records_its_tables(retriever, tmp_path):
+    v = evaluate(retriever, tmp_path)  # writes g.yaml
+    ctx = _Ctx(retriever, tmp_path)
+    result = golden.run(ctx, golden_set=str(tmp_path / "g.yaml"), min_metadata_completeness=100.0)
+    assert isinstance(result, golden.GoldenSetCheck)
+    assert [o.passed for o in result.validation.outcomes] == [o.passed for o in v.outcomes]
+    assert str(result).splitlines()[1] == ("4 points scanned (4 in the collection); 4 complete: metadata "
+                                           "completeness 100.00%")
+    assert list(result.tables()) == ["golden_set", "outcomes", "ir_metrics", "validation_report"]
+    result.record(ctx.report, show=False)
+    assert [g.id for g in ctx.report.gates] == ["golden.passes", "golden.negatives", "health.completeness"]
+    assert [g.passed for g in ctx.report.gates] == [True, True, True]
+    assert (tmp_path / "figures" / "05_golden_set_scores_vs_thresholds.png").is_file()
+
+
+def test_with_only_a_teams_retriever_the_check_is_not_applicable_with_the_reason(retriever, tmp_path):
+    ctx = _Ctx(retriever, tmp_path, absent="only the chatbot's retriever is configured")
+    result = golden.run(ctx, golden_set="never read.yaml", min_metadata_completeness=99.0)
+    assert result.tables() == {}
+    result.record(ctx.report, show=False)
+    assert [(g.id, g.name, g.passed) for g in ctx.report.gates] == [
+        ("golden.passes", "the golden queries pass", None),
+        ("golden.negatives", "every negative returns nothing relevant", None),
+        ("health.completeness", "metadata completeness >= 99%", None)]
+    assert all(g.detail.startswith("only the chatbot's retriever") or "only the chatbot" in str(g)
+               for g in ctx.report.gates)

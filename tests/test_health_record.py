@@ -1,4 +1,5 @@
-"""Notebook 07's package side: duplicate share, the one warning list, gates/findings/metrics, tables, figures."""
+"""Notebook 07's check (checks.collection.collection_health): duplicate share, the one warning list, the result's
+gates/findings/metrics, tables, figures and lines."""
 
 from __future__ import annotations
 
@@ -6,8 +7,8 @@ import pytest
 from fakes.embedders import FakeEmbedder
 
 from retrieval_lib import VectorStore
-from retrieval_lib.checks import health
-from retrieval_lib.checks.health import PayloadScan
+from retrieval_lib.checks.collection import collection_health as health
+from retrieval_lib.checks.collection.collection_health import PayloadScan
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import PAYLOAD_FIELDS, CollectionStats, UnreportedField
 from retrieval_lib.stores.qdrant import size_warning
@@ -39,7 +40,7 @@ def stats_of(count: int = 12, *, dimensions: int = 4, warnings: list[str] | None
 
 def record(scan: PayloadScan, stats: CollectionStats, tmp_path, **thresholds) -> NotebookReport:
     report = NotebookReport("07_test", "t", tmp_path)
-    health.record(report, scan, stats, EMBEDDER, **(THRESHOLDS | thresholds))
+    health.CollectionHealth(stats, scan, EMBEDDER, **(THRESHOLDS | thresholds)).record(report, show=False)
     return report
 
 
@@ -161,18 +162,43 @@ def test_record_refuses_thresholds_out_of_range(tmp_path, field, value):
 
 
 # ---------------------------------------------------------------------- tables and figures
+def tables_of(scan: PayloadScan, stats: CollectionStats | None = None) -> dict:
+    return health.CollectionHealth(stats or stats_of(scan.points), scan, EMBEDDER, **THRESHOLDS).tables()
+
+
 def test_tables_show_what_the_scan_and_the_stats_hold():
     stats = stats_of(12, unreported=[UnreportedField(field="ram_data_size_bytes", reason="no accounting")])
-    table = health.stats_frame(stats).set_index("field")
+    tables = tables_of(scan_of(12), stats)
+    table = tables["collection_stats"].set_index("field")
     assert table.loc["vector_count", "value"] == "12"
     assert tuple(table.loc["ram_data_size_bytes"]) == ("unreported", "no accounting")
+    assert list(tables["disk_size"]["field"]) == ["disk_data_size_bytes"]  # apart: it changes with every build
     scan = scan_of(3, complete=2, duplicates={"b" * 20: 2, "a" * 20: 2, "c" * 20: 3})
-    completeness = health.completeness_frame(scan, decimals=2).set_index("field")
+    completeness = tables_of(scan)["field_completeness"].set_index("field")
     assert completeness.loc["section_title", "percent"] == 66.67
-    assert list(health.duplicates_frame(scan)["content_hash"]) == ["c" * 16, "a" * 16, "b" * 16]
-    assert health.per_file_frame(scan).to_dict("list") == {"source_file": ["a.md", "b.md"], "points": [2, 1]}
-    versions = health.models_frame(scan_of(3, versions={"fixed-model": 2, "x": 1}), "fixed-model")
+    assert list(tables_of(scan)["duplicate_hashes"]["content_hash"]) == ["c" * 16, "a" * 16, "b" * 16]
+    assert tables_of(scan)["points_per_file"].to_dict("list") == {"source_file": ["a.md", "b.md"], "points": [2, 1]}
+    versions = tables_of(scan_of(3, versions={"fixed-model": 2, "x": 1}))["model_versions"]
     assert list(versions["matches_configured_model"]) == [True, False]
+
+
+def test_the_result_prints_the_scan_and_its_warnings_and_records_tables_and_figures(tmp_path):
+    result = health.CollectionHealth(stats_of(13), scan_of(12, duplicates={"h": 2}), EMBEDDER, **THRESHOLDS)
+    assert str(result).splitlines() == [
+        "12 points scanned; 12 complete: metadata completeness 100.00%",
+        "2 source files; points per file: min 4, median 6, max 8",
+        "1 groups, 1 extra copies: duplicate share 0.0833",
+        "collection dimension 4 vs embedder dimension 4",
+        "warnings:", "- Qdrant counts 13 points but the scan read 12"]
+    report = NotebookReport("07_collection_health", "t", tmp_path)
+    result.record(report, show=False)
+    assert [g.id for g in report.gates] == ["health.min_points", "health.completeness", "health.duplicates",
+                                            "health.model", "health.dimension"]
+    assert {p.name for p in (tmp_path / "tables").iterdir()} == {
+        f"07_collection_health_{n}.csv" for n in ("collection_stats", "field_completeness", "points_per_file",
+                                                  "duplicate_hashes", "model_versions")}
+    assert {p.name for p in (tmp_path / "figures").iterdir()} == {
+        "07_collection_health_field_completeness.png", "07_collection_health_points_per_file.png"}
 
 
 def test_figures_colour_fields_below_the_minimum_red():
@@ -189,3 +215,60 @@ def test_figures_colour_fields_below_the_minimum_red():
     finally:
         plt.close(fig)
         plt.close(per_file)
+
+
+# ---------------------------------------------------------------------- run from the registry: 00 and 07
+def test_notebook_00_and_07_checks_run_alone_from_the_registry(book, tmp_path, monkeypatch, capsys):
+    import json
+    import shutil
+
+    from corpus import SAMPLE_COLLECTION
+
+    from retrieval_lib.cli.main import main
+
+    folder = tmp_path / "store"
+    shutil.copytree(book.folder, folder, ignore=shutil.ignore_patterns(".lock"))
+    for name, value in {"QDRANT_PATH": str(folder), "QDRANT_URL": "", "QDRANT_COLLECTION_NAME": SAMPLE_COLLECTION,
+                        "EMBEDDING_PROVIDER": "local", "EMBEDDING_MODEL": "", "COHERE_API_KEY": ""}.items():
+        monkeypatch.setenv(name, value)
+    assert main(["check", "collection_health", "--json"]) == 0
+    found = json.loads(capsys.readouterr().out)
+    assert [(g["id"], g["passed"]) for g in found["gates"]] == [
+        ("health.min_points", True), ("health.completeness", True), ("health.duplicates", True),
+        ("health.model", True), ("health.dimension", True)]
+    assert sum(row["points"] for row in found["points_per_file"]) == len(book.points) == found["metrics"]["points"]
+    assert found["duplicate_hashes"] == [] and found["model_versions"][0]["matches_configured_model"]
+    # a bar the collection cannot meet fails the gate and the exit code
+    assert main(["check", "collection_health", "--min-points", str(len(book.points) + 1)]) == 1
+    assert f"[FAIL] at least {len(book.points) + 1} points" in capsys.readouterr().out
+
+    assert main(["check", "collection", "--json"]) == 0  # 00 judges nothing: no gate, its tables and findings
+    held = json.loads(capsys.readouterr().out)
+    assert held["gates"] == [] and held["metrics"]["points"] == len(book.points)
+    assert {row["role"] for row in held["mapping"]} >= {"content", "source_file"}
+    assert any(f.startswith(f"{len(book.points)} points;") for f in held["findings"])
+
+
+def test_the_collection_checks_are_not_applicable_when_only_a_teams_retriever_is_configured(tmp_path):
+    from retrieval_lib.checks.collection import collection, embedding_contract
+    from retrieval_lib.workbook.check import NotApplicable
+
+    class OnlyARetriever:  # the context: the collection cannot be opened, and nothing else may be read
+        def collection_absent(self) -> str:
+            return "only the chatbot's retriever is configured"
+
+        def __getattr__(self, name):
+            raise AssertionError(f"the check read ctx.{name} of a collection that is not there")
+
+    ctx = OnlyARetriever()
+    results = [collection.run(ctx), health.run(ctx, **THRESHOLDS),
+               embedding_contract.run(ctx, contract_sample=8, contract_seed=0, top_k=5, contract_min_cosine=0.99,
+                                      max_self_retrieval_drop=0.05)]
+    assert all(isinstance(r, NotApplicable) for r in results)
+    report = NotebookReport("07_collection_health", "t", tmp_path)
+    results[1].record(report, show=False)
+    assert [(g.id, g.passed) for g in report.gates] == [
+        ("health.min_points", None), ("health.completeness", None), ("health.duplicates", None),
+        ("health.model", None), ("health.dimension", None)]
+    assert all("only the chatbot's retriever" in g.detail for g in report.gates)
+    assert str(results[0]) == "not applicable: only the chatbot's retriever is configured"

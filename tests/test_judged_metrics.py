@@ -4,16 +4,18 @@ from __future__ import annotations
 
 import hashlib
 import math
+import tempfile
+from pathlib import Path
 
 import pytest
 from fakes.embedders import FakeEmbedder
 from qdrant_client import models
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.checks import judged
-from retrieval_lib.checks.golden import QueryOutcome, ValidationReport
+from retrieval_lib.checks.retrieval import judgments as judged
+from retrieval_lib.checks.retrieval.golden_set import QueryOutcome, ValidationReport
 from retrieval_lib.errors import ValidationError
-from retrieval_lib.judging.judgments import Judgment
+from retrieval_lib.judging.judgments import Judgment, JudgmentFile
 from retrieval_lib.workbook.report import NotebookReport
 
 CLOCK = "2026-11-23T10:00:00+00:00"
@@ -26,6 +28,15 @@ def sha(text: str) -> str:
 
 def j(chunk: int, grade: int, judge: str = "ann", query: str = "q", text: str | None = None) -> Judgment:
     return Judgment(query, f"c#{chunk}", sha(text if text is not None else TEXTS[chunk]), grade, judge, CLOCK)
+
+
+def record(report: NotebookReport, ev: judged.JudgedEvaluation, *, min_precision_at_3: float,
+           min_judged_coverage: float) -> judged.Judgments:
+    """Notebook 13's result over ``ev`` (no golden set beside it), recorded on ``report``."""
+    result = judged.Judgments(ev, JudgmentFile(path=Path("j.yaml")), "in_domain", None,
+                              min_precision_at_3=min_precision_at_3, min_judged_coverage=min_judged_coverage)
+    result.record(report, show=False)
+    return result
 
 
 # --------------------------------------------------------------------------- pytrec_eval, by hand
@@ -89,8 +100,8 @@ def test_partly_judged_top_3_gives_bounds_and_says_how_much_was_judged(retriever
     assert ev.judged_top == (2, 3)
     assert "between 0.333" in ev.precision_text() and "2 of 3 top-3 results judged" in ev.precision_text()
     assert list(judged.unjudged_frame(ev)["chunk_id"]) == ["c#2"]
-    report = NotebookReport("13_judgments", "t")
-    judged.record(report, ev, min_precision_at_3=0.3, min_judged_coverage=1.0)
+    report = NotebookReport("13_judgments", "t", tempfile.mkdtemp())
+    record(report, ev, min_precision_at_3=0.3, min_judged_coverage=1.0)
     sc006, coverage = report.gates
     assert sc006.passed and sc006.value == 0.333 and "2 of 3" in sc006.detail
     assert not coverage.passed and coverage.value == pytest.approx(0.667, abs=1e-3)
@@ -101,8 +112,8 @@ def test_fully_judged_top_3_gives_one_figure_and_the_gate_fails_below_the_bar(re
     ev = judged.evaluate_judged(retriever, ["q"], [j(0, 2), j(1, 0), j(2, 1)], top_k=3)
     assert ev.precision_low == ev.precision_high == pytest.approx(2 / 3)
     assert ev.precision_text() == "precision@3 0.667 (all 3 top-3 results judged)"
-    report = NotebookReport("13_judgments", "t")
-    judged.record(report, ev, min_precision_at_3=0.8, min_judged_coverage=1.0)
+    report = NotebookReport("13_judgments", "t", tempfile.mkdtemp())
+    record(report, ev, min_precision_at_3=0.8, min_judged_coverage=1.0)
     assert [g.passed for g in report.gates] == [False, True]
     assert "graded 0" in (report.gates[0].hint or "")
     strict = judged.evaluate_judged(retriever, ["q"], [j(0, 2), j(1, 0), j(2, 1)], top_k=3, min_relevant_grade=2)
@@ -115,8 +126,8 @@ def test_a_stale_judgment_is_listed_and_its_result_counts_as_unjudged(retriever)
     assert ev.precision_low == pytest.approx(1 / 3)
     frame = judged.stale_frame(ev)
     assert sorted(zip(frame["chunk_id"], frame["reason"])) == [("c#1", "changed"), ("c#9", "gone")]
-    report = NotebookReport("13_judgments", "t")
-    judged.record(report, ev, min_precision_at_3=0.0, min_judged_coverage=0.0)
+    report = NotebookReport("13_judgments", "t", tempfile.mkdtemp())
+    record(report, ev, min_precision_at_3=0.0, min_judged_coverage=0.0)
     assert report.metrics["stale_judgments"] == 2 and any("stale" in f for f in report.findings)
 
 
@@ -131,8 +142,8 @@ def test_ndcg_and_per_query_table_over_two_queries(retriever):
 def test_kappa_findings_when_two_judges_judged(retriever):
     ev = judged.evaluate_judged(retriever, ["q"], [j(0, 2), j(1, 0), j(0, 2, "bob"), j(1, 1, "bob")], top_k=2,
                                 cutoff=2)
-    report = NotebookReport("13_judgments", "t")
-    judged.record(report, ev, min_precision_at_3=0.5, min_judged_coverage=1.0)
+    report = NotebookReport("13_judgments", "t", tempfile.mkdtemp())
+    record(report, ev, min_precision_at_3=0.5, min_judged_coverage=1.0)
     assert "kappa_ann_bob" in report.metrics and any("1 disagreements" in f for f in report.findings)
     assert list(judged.disagreements_frame(ev)["chunk_id"]) == ["c#1"]
     # two judges of a pair: the qrel is the lower grade, so c#1 (0 and 1) is not relevant
@@ -149,7 +160,8 @@ def test_bad_arguments_are_validation_errors(retriever, kw, field):
 def test_thresholds_outside_0_1_are_refused(retriever):
     ev = judged.evaluate_judged(retriever, ["q"], [], top_k=3)
     with pytest.raises(ValidationError, match="min_precision_at_3"):
-        judged.record(NotebookReport("13_judgments", "t"), ev, min_precision_at_3=80, min_judged_coverage=1.0)
+        record(NotebookReport("13_judgments", "t", tempfile.mkdtemp()), ev, min_precision_at_3=80,
+               min_judged_coverage=1.0)
 
 
 def test_golden_verdicts_beside_the_judgments(retriever):
@@ -165,3 +177,49 @@ def test_golden_verdicts_beside_the_judgments(retriever):
     assert list(frame["query"]) == ["q", "p"]
     assert list(frame["first_relevant_rank"].astype("float").fillna(0)) == [2.0, 0.0]
     assert list(frame["agree"]) == [True, False]
+
+
+# --------------------------------------------------------------------------- the check, through a run's context
+class _Ctx:
+    """The parts of a NotebookRun notebook 13's check reads."""
+
+    def __init__(self, retriever, run_dir, absent: str | None = None) -> None:
+        self.retriever = retriever
+        self.store, self.collection = retriever.store, retriever.collection
+        self.report = NotebookReport("13_judgments", "t", run_dir)
+        self.absent = absent
+
+    def collection_absent(self) -> str | None:
+        return self.absent
+
+
+def test_the_check_reads_the_judgments_asks_the_set_and_records_its_tables(retriever, tmp_path):
+    import yaml
+
+    from retrieval_lib.judging import save_judgments
+
+    path = tmp_path / "judgments.yaml"
+    save_judgments(JudgmentFile(path=path, judge="ann", judgments=[j(0, 2), j(1, 0), j(2, 1)]))
+    (tmp_path / "sets.yaml").write_text("in_domain: [q]\n", encoding="utf-8")
+    (tmp_path / "golden.yaml").write_text(yaml.safe_dump({
+        "top_k": 3, "min_score": 0.1, "required_passes": 1,
+        "queries": [{"query": "q", "expected_url_patterns": ["f0.md"]}]}), encoding="utf-8")
+    ctx = _Ctx(retriever, tmp_path)
+    params = dict(judgments=str(path), agreement_files=[], query_sets=str(tmp_path / "sets.yaml"),
+                  judged_query_set="in_domain", judged_top_k=3, min_relevant_grade=1, min_precision_at_3=0.8,
+                  min_judged_coverage=1.0, judge="", golden_set=str(tmp_path / "golden.yaml"))
+    result = judged.run(ctx, **params)
+    assert isinstance(result, judged.Judgments)
+    assert str(result).splitlines()[1] == ("1 questions of 'in_domain', top 3: 3 of 3 results judged, 0 stale "
+                                           "judgments; precision@3 0.667 (all 3 top-3 results judged)")
+    assert result.agreement_text() == "0 pairs of judges"
+    beside = result.tables()["golden_vs_judgments"]
+    assert list(beside["query"]) == ["q"] and list(beside["agree"]) == [True]
+    result.record(ctx.report, show=False)
+    assert [(g.id, g.passed) for g in ctx.report.gates] == [("judged.precision", False), ("judged.coverage", True)]
+    assert [Path(t).stem for t in ctx.report.tables] == [
+        f"13_judgments_{n}" for n in ("per_query", "results", "unjudged", "stale", "golden_vs_judgments")]
+    absent = judged.run(_Ctx(retriever, tmp_path, absent="only the chatbot's retriever"), **params)
+    report = NotebookReport("13_judgments", "t", tmp_path)
+    absent.record(report, show=False)
+    assert [(g.id, g.passed) for g in report.gates] == [("judged.precision", None), ("judged.coverage", None)]

@@ -148,7 +148,7 @@ def test_rechunking_the_sample_book_makes_judgments_stale(tmp_path):
         assert all(s.judgment.chunk_id not in texts or sha(texts[s.judgment.chunk_id]) != s.judgment.content_hash
                    for s in stale)
         # the judged view of the re-chunked collection uses none of them as if they still applied
-        from retrieval_lib.checks.judged import evaluate_judged
+        from retrieval_lib.checks.retrieval.judgments import evaluate_judged
 
         ev = evaluate_judged(Retriever(b, emb, "book"), queries, judged, top_k=3)
         assert len(ev.stale) == len(stale)

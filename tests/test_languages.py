@@ -13,7 +13,7 @@ from corpus import DOCS, SAMPLE_COLLECTION
 from fakes.embedders import FakeEmbedder
 
 from retrieval_lib import VectorStore
-from retrieval_lib.checks import languages
+from retrieval_lib.checks.stability import _languages as languages
 from retrieval_lib.cli.commands import gate_exit_code
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.errors import ParamsError, ValidationError
@@ -98,3 +98,38 @@ def test_minilm_does_not_serve_chinese_or_arabic_readers_of_the_sample_book(book
     gated = report()
     languages.record(gated, c, min_cross_lingual_jaccard=load_profile(E5_PROFILE).values["min_cross_lingual_jaccard"])
     assert [g.passed for g in gated.gates] == [False] and "EMBEDDING_PROVIDER=e5" in gated.gates[0].hint
+
+
+class _Ctx:
+    """The parts of a NotebookRun notebook 04's check reads: the search, the profile's retriever, close()."""
+
+    def __init__(self, retriever, kind: str = "collection") -> None:
+        from types import SimpleNamespace
+
+        self.retriever = retriever
+        self.retriever_spec = SimpleNamespace(kind=kind)
+        self.asker = SimpleNamespace(describe=lambda: "the endpoint http://127.0.0.1:9/search (http)")
+        self.closed = 0
+
+    def close(self) -> None:
+        self.closed += 1
+
+
+@pytest.mark.parametrize("kind, named", [("collection", "hash-bow-v1"), ("http", "the endpoint http://127.0.0.1:9/search")])
+def test_notebook_04_names_what_answered_the_languages(retriever, tmp_path, kind, named):
+    from retrieval_lib.checks.stability import consistency
+
+    path = tmp_path / "langs.yaml"
+    path.write_text(f"en: {ENGLISH}\nother: {SETS['other']}\n", encoding="utf-8")
+    ctx = _Ctx(retriever, kind)
+    result = consistency.run(ctx, consistency_queries=ENGLISH[:2], repeats=2, top_k=3, score_tolerance=1e-6,
+                             language_queries=str(path), min_cross_lingual_jaccard=0.5)
+    assert ctx.closed == 1  # the fresh-client phase reopens the search
+    assert result.languages is not None and named in result.languages.model
+    r = report()
+    result.record(r, show=False)
+    assert [g.id for g in r.gates] == ["consistency.repeats", "consistency.fresh_client",
+                                            "consistency.search_many", "languages.cross_lingual"]
+    assert [g.passed for g in r.gates] == [True, True, True, False]
+    assert named in r.findings[-1] and named in r.gates[-1].hint
+    assert "language_summary" in result.tables()

@@ -10,7 +10,7 @@ import pytest
 from fakes.embedders import FakeEmbedder
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.checks.latency import (
+from retrieval_lib.checks.stability.latency import (
     TIMING_FIELDS,
     ConcurrentRun,
     latency_percentiles,

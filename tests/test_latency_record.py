@@ -7,8 +7,8 @@ from fakes.embedders import FakeEmbedder
 from qdrant_client import models
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.checks import latency
-from retrieval_lib.checks.latency import ConcurrentRun, TimedSearch, Warmup
+from retrieval_lib.checks.stability import latency
+from retrieval_lib.checks.stability.latency import ConcurrentRun, TimedSearch, Warmup
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.workbook.report import NotebookReport
 
@@ -33,11 +33,15 @@ def concurrent(**changes) -> ConcurrentRun:
     return ConcurrentRun(**(base | changes))
 
 
-def record(tmp_path, timed: list[TimedSearch], run: ConcurrentRun, target: float = 1500):
+def record(tmp_path, timed: list[TimedSearch], run: ConcurrentRun, target: float = 1500, *,
+           answered_by: str | None = None):
+    """The result of notebook 06 over these timings, recorded; with the gates' verdict lines."""
+    queries = list(dict.fromkeys(s.query for s in timed))
+    result = latency.Latency(queries, len(queries), 1, timed, run, Warmup(setup_ms=900.0, warmup_ms=40.0),
+                             p95_target_ms=target, note=NOTE, answered_by=answered_by)
     report = NotebookReport("06_test", "t", tmp_path)
-    text = latency.record(report, timed, run, Warmup(setup_ms=900.0, warmup_ms=40.0), p95_target_ms=target,
-                          note=NOTE)
-    return report, text
+    result.record(report, show=False)
+    return report, "\n".join(str(g) for g in report.gates)
 
 
 def test_a_fast_clean_run_passes_and_returns_one_verdict_line_per_gate(tmp_path):
@@ -45,7 +49,10 @@ def test_a_fast_clean_run_passes_and_returns_one_verdict_line_per_gate(tmp_path)
     assert [(g.name, g.passed) for g in report.gates] == [
         ("p95 latency <= 1500 ms", True), ("concurrent run has zero errors", True),
         ("concurrent rankings identical to sequential", True)]
-    assert text.splitlines() == [str(g) for g in report.gates]
+    assert text.splitlines()[1] == "[PASS] concurrent run has zero errors: 10/10 completed, 0 errors, 0 timed out " \
+                                   "(2 threads, limit 60 s)"
+    assert report.tables == ["tables/06_test_percentiles_sequential.csv", "tables/06_test_percentiles_concurrent.csv"]
+    assert (tmp_path / "figures" / "06_test_latency.png").is_file()
     assert report.gates[0].value == pytest.approx(11.0)  # linear p95 of nineteen 10s and one 30
     assert report.gates[0].parameter == "latency_p95_target_ms" and report.gates[0].rule == "<="
     assert report.findings[-1] == NOTE
@@ -168,3 +175,52 @@ def test_percentile_table_and_figure():
         assert len(box.get_xticklabels()) == 4  # embed, search, call one at a time, call under concurrency
     finally:
         plt.close(fig)
+
+
+def test_a_teams_retriever_is_named_as_what_answered_with_no_embedding_split(tmp_path):
+    report, _ = record(tmp_path, samples([10.0] * 4), concurrent(), answered_by="the endpoint http://127.0.0.1:9/q")
+    assert report.passed
+    assert report.findings[1].startswith("the questions were answered by the endpoint http://127.0.0.1:9/q: its own")
+    assert "opening the endpoint http://127.0.0.1:9/q 900 ms, its first answer 40 ms" in report.findings[3]
+    assert not any("embedding takes" in f or "loads the model" in f for f in report.findings)
+    import matplotlib.pyplot as plt
+
+    fig = latency.figure(samples([10.0] * 4), concurrent(), 1500, split=False)
+    try:
+        assert len(fig.axes[0].get_xticklabels()) == 2  # the whole calls only, one at a time and concurrent
+    finally:
+        plt.close(fig)
+
+
+class _Ctx:
+    """The parts of a NotebookRun notebook 06's check reads."""
+
+    def __init__(self, retriever, kind: str = "collection") -> None:
+        from types import SimpleNamespace
+
+        self.retriever, self.store, self.collection = retriever, retriever.store, "c"
+        self.retriever_spec = SimpleNamespace(kind=kind)
+        self.asker = SimpleNamespace(describe=lambda: "the function team.py:search (python)")
+
+
+@pytest.mark.parametrize("kind", ["collection", "python"])
+def test_notebook_06_runs_its_check_through_the_context(retriever, tmp_path, kind):
+    sets = tmp_path / "q.yaml"
+    sets.write_text("in_domain: [alpha, beta]\nout_of_domain: [gamma]\n", encoding="utf-8")
+    result = latency.run(_Ctx(retriever, kind), query_sets=str(sets), latency_rounds=2, latency_p95_target_ms=60_000,
+                         concurrent_queries=6, concurrency=2, concurrent_timeout_s=60.0, top_k=2,
+                         score_tolerance=1e-6)
+    assert str(result).splitlines()[:2] == [
+        "3 queries (2 in-domain, 1 out-of-domain)",
+        "6 timed searches (3 queries x 2 rounds); rankings identical across rounds (ids, order, scores within 1e-06): "
+        "True"]
+    report = NotebookReport("06_latency", "t", tmp_path)
+    result.record(report, show=False)
+    assert [g.id for g in report.gates] == ["latency.p95", "latency.concurrent_errors", "latency.concurrent_rankings"]
+    assert report.passed
+    if kind == "collection":
+        assert result.answered_by is None and result.note.startswith("the store is qdrant-client local mode")
+    else:
+        assert result.answered_by == "the function team.py:search (python)"
+        assert result.note.startswith("timed through the function team.py:search (python)")
+        assert report.findings[-1] == result.note

@@ -22,16 +22,18 @@ from typing import Any
 import httpx
 import pytest
 from corpus import SAMPLE_COLLECTION
+from fakes.proxies import clear_proxies
 from fakes.qdrant_rest import QdrantRestFake
 
-from retrieval_lib.checks import ann
+from retrieval_lib.checks.collection import ann_recall as ann
 from retrieval_lib.cli.main import main
 from retrieval_lib.config import load_settings
 from retrieval_lib.errors import ConfigurationError, StoreUnavailableError, ValidationError, VectorStoreError
 from retrieval_lib.stores import INDEXED_FIELDS, open_store, read_columns
 from retrieval_lib.workbook.report import NotebookReport
 
-pytestmark = pytest.mark.usefixtures("no_proxies")
+#: One worker builds this module's fixtures (make test: --dist loadgroup); two would build them twice.
+pytestmark = [pytest.mark.usefixtures("no_proxies"), pytest.mark.xdist_group("test_over_http")]
 
 READ_ONLY_KEY = "qd-RO-over-http-5e1f9a"
 FULL_KEY = "qd-FULL-over-http-77c2d0"
@@ -81,10 +83,14 @@ class _Records(logging.Handler):
         self.lines.append(self.format(record))
 
 
-@pytest.fixture(scope="module")
-def both(book, tmp_path_factory, no_proxies) -> dict[str, Any]:
+@pytest.fixture(scope="session")
+def both(book, tmp_path_factory) -> dict[str, Any]:
     """Every command of :data:`COMMANDS` run locally and over HTTP: ``{"local": {name: (code, json)}, "http": ...,
-    "requests": the fake's request log, "texts": every output and log line of the HTTP runs}``."""
+    "requests": the fake's request log, "texts": every output and log line of the HTTP runs}``.
+
+    Built once per worker (a session fixture: the scheduler may interleave other modules' tests between this
+    module's, which would tear a module fixture down and build it again) and, with ``--dist loadgroup``, on one
+    worker only."""
     root = tmp_path_factory.mktemp("over-http")
     local = _copy(book.folder, root / "local")
     served = _copy(book.folder, root / "served")
@@ -94,7 +100,8 @@ def both(book, tmp_path_factory, no_proxies) -> dict[str, Any]:
     previous = logging.getLogger().level
     logging.getLogger().setLevel(logging.DEBUG)
     try:
-        with _serve(served) as fake:
+        with pytest.MonkeyPatch.context() as mp, _serve(served) as fake:
+            clear_proxies(mp)  # the fake is on loopback (what no_proxies does for a module)
             envs = {"local": {"QDRANT_PATH": str(local), "QDRANT_COLLECTION_NAME": SAMPLE_COLLECTION},
                     "http": {"QDRANT_URL": fake.url, "QDRANT_API_KEY": READ_ONLY_KEY,
                              "QDRANT_COLLECTION_NAME": SAMPLE_COLLECTION}}
@@ -315,7 +322,7 @@ def _ann_report(tmp_path: Path, fake: QdrantRestFake) -> tuple[Any, NotebookRepo
     store = _store(fake)
     study = ann.measure(store, SAMPLE_COLLECTION, queries=40, slice_queries=5)
     report = NotebookReport("11_ann_recall", "Does the index return what exact search would?", run_dir=tmp_path)
-    ann.record(report, study)
+    ann.AnnRecall(study, min_recall=0.95, min_recall_p5=0.8).record(report, show=False)  # params/demo.yaml's
     return study, report
 
 

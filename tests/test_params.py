@@ -177,3 +177,112 @@ def test_the_cloud_profile_extends_the_demo_and_names_only_what_differs():
         PROJECT_ROOT / "params" / "cloud.yaml").values
     assert set(cloud) == set(demo)
     assert {k: v for k, v in cloud.items() if v != demo[k]} == CLOUD_OWN
+
+
+# --------------------------------------------------------------------------- one schema per file, errors in words
+
+def test_a_misspelt_nested_key_in_a_golden_set_is_named_with_its_closest_match(tmp_path):
+    text = "queries:\n  - {query: a, expected_url_pattern: [/x]}\n"
+    with pytest.raises(ParamsError) as err:
+        load_golden_set(_write(tmp_path, "g.yaml", text))
+    assert err.value.key == "queries[0].expected_url_pattern" and err.value.path.endswith("g.yaml")
+    assert "did you mean 'expected_url_patterns'" in str(err.value)
+    with pytest.raises(ParamsError, match="did you mean 'min_score'") as err:  # a top-level one: never ignored
+        load_golden_set(_write(tmp_path, "g2.yaml", "min_scroe: 0.3\n" + text.replace("pattern:", "patterns:")))
+    assert err.value.key == "min_scroe"
+
+
+def test_a_misspelt_nested_key_in_a_topics_file_or_a_query_set_is_named_with_its_closest_match(tmp_path):
+    with pytest.raises(ParamsError) as err:
+        load_topics(_write(tmp_path, "t.yaml", "topics:\n  - {topic: a, expected_prefx: b/}\n"))
+    assert err.value.key == "topics[0].expected_prefx" and "did you mean 'expected_prefix'" in str(err.value)
+    with pytest.raises(ParamsError) as err:
+        load_query_sets(_write(tmp_path, "q.yaml", "in_domain:\n  - a\n  - {query: b, sorce: /x}\n"))
+    assert err.value.key == "in_domain[1].sorce" and "did you mean 'source'" in str(err.value)
+
+
+@pytest.mark.parametrize("text, key, says", [
+    ("queries:\n  - {query: a, expected_url_patterns: [/x], min_score: high}\n", "queries[0].min_score",
+     "must be a number from 0 to 1 (got 'high')"),
+    ("top_k: 5.0\nqueries:\n  - {query: a, expected_url_patterns: [/x]}\n", "top_k",
+     "must be a whole number from 1 to 20 (got 5.0)"),
+    ("queries:\n  - {query: a, expected_url_patterns: /x}\n", "queries[0].expected_url_patterns",
+     "must be a non-empty list"),
+    ("queries:\n  - {query: a, expected_url_patterns: [/x]}\nnegatives:\n  - {query: b, max_score: true}\n",
+     "negatives[0].max_score", "must be a number from 0 to 1 (got True)"),
+])
+def test_a_value_of_the_wrong_type_is_named_with_its_key_path(tmp_path, text, key, says):
+    with pytest.raises(ParamsError) as err:
+        load_golden_set(_write(tmp_path, "g.yaml", text))
+    assert err.value.key == key and f"g.yaml: {key} {says}" in str(err.value)
+
+
+def test_a_key_no_schema_has_is_refused_not_ignored(tmp_path):
+    hand = "queries:\n  - {query: a, expected_url_patterns: [/x], colour: red}\n"
+    with pytest.raises(ParamsError, match=r"unknown key 'queries\[0\]\.colour'") as err:
+        load_golden_set(_write(tmp_path, "g.yaml", hand))
+    assert "did you mean" not in str(err.value) and "expected_url_patterns" in str(err.value)  # the keys it may hold
+    with pytest.raises(ParamsError, match="unknown key 'colour'"):
+        load_topics(_write(tmp_path, "t.yaml", "colour: red\ntopics:\n  - {topic: a, expected_prefix: b/}\n"))
+    with pytest.raises(ParamsError, match=r"in_domain\[0\]\.colour"):
+        load_query_sets(_write(tmp_path, "q.yaml", "in_domain:\n  - {query: a, colour: red}\n"))
+
+
+def test_a_profile_value_of_the_wrong_type_is_named_in_the_file_that_gives_it(tmp_path):
+    with pytest.raises(ParamsError) as err:
+        load_profile(_write(tmp_path, "p.yaml", "extends: params/demo.yaml\ntop_k: five\n"))
+    assert err.value.key == "top_k" and err.value.path.endswith("p.yaml")
+    assert "p.yaml: top_k must be a whole number from 1 to 20 (got 'five')" in str(err.value)
+    base = _write(tmp_path, "base.yaml", "max_antihub_share: 2\n")
+    with pytest.raises(ParamsError) as err:  # inherited: the base file is the one to fix
+        load_profile(_write(tmp_path, "child.yaml", f"extends: {base}\nprofile: child\n"))
+    assert err.value.path == str(base) and "max_antihub_share must be a number from 0 to 1" in str(err.value)
+    for text, key in [("api_concurrency: [10, 0]\n", "api_concurrency[1]"), ("queries: What is ROS2?\n", "queries"),
+                      ("payload_fields: {content: 3}\n", "payload_fields"), ("repeats: true\n", "repeats")]:
+        with pytest.raises(ParamsError) as err:
+            load_profile(_write(tmp_path, "p.yaml", text))
+        assert err.value.key == key, text
+
+
+def test_a_misspelt_profile_key_is_named_with_its_closest_parameters(tmp_path):
+    with pytest.raises(ParamsError) as err:
+        load_profile(_write(tmp_path, "p.yaml", "profile: x\nmax_antihub_shares: 0.1\nreach_topk: 3\n"))
+    assert err.value.key == "max_antihub_shares" and err.value.exit_code == 2
+    assert "unknown parameter 'max_antihub_shares': did you mean 'max_antihub_share'" in str(err.value)
+    assert "1 more unknown: reach_topk" in str(err.value)
+
+
+# --------------------------------------------------------------------------- each default written once
+
+def _cell_values(nb):
+    import ast
+
+    return {k: ast.literal_eval(v["default"]) for k, v in pm.inspect_notebook(str(nb)).items() if k != "run_dir"}
+
+
+def test_the_parameters_model_the_default_profile_and_the_registry_name_the_same_keys():
+    from retrieval_lib.params import DEFAULT_PROFILE, RESERVED_KEYS, NotebookParameters
+    from retrieval_lib.workbook import NOTEBOOKS as RECORDS
+
+    fields = set(NotebookParameters.model_fields)
+    assert set(load_profile(DEFAULT_PROFILE).values) == fields | {"profile"}
+    assert {p for spec in RECORDS for p in spec.params} - {"run_dir"} == fields
+    assert not fields & RESERVED_KEYS
+    NotebookParameters.model_validate({k: v for k, v in load_profile(DEFAULT_PROFILE).values.items()
+                                       if k != "profile"})  # every default has the declared type
+
+
+@pytest.mark.parametrize("nb", NOTEBOOKS, ids=lambda p: p.stem)
+def test_a_notebooks_parameters_cell_holds_the_default_profiles_values(nb):
+    # papermill needs literals in the cell (and nbval runs them): they mirror params/demo.yaml, never differ from it
+    demo = load_profile(PROJECT_ROOT / "params" / "demo.yaml").values
+    cell = _cell_values(nb)
+    assert cell == {k: demo[k] for k in cell}
+
+
+def test_a_profile_names_what_it_changes_and_the_rest_is_the_default_profiles(tmp_path):
+    profile = load_profile(_write(tmp_path, "p.yaml", "profile: mine\ntop_k: 3\n"))
+    assert profile.values == {"profile": "mine", "top_k": 3}  # what the file says, as papermill will get it
+    full = profile.with_defaults()
+    demo = load_profile(PROJECT_ROOT / "params" / "demo.yaml").values
+    assert full["top_k"] == 3 and full["repeats"] == demo["repeats"] and set(full) == set(demo)

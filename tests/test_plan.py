@@ -115,3 +115,20 @@ def test_a_failed_prefetch_is_recorded_and_the_run_goes_on(tmp_path):
     assert summary["embedding"]["prefetch"]["calls"] == 0
     assert "prefetch 0 for the run's 0 distinct queries (failed: EmbeddingUnavailableError" in \
         html.unescape((result.run_dir / "index.html").read_text(encoding="utf-8"))
+
+
+def test_a_retriever_set_only_in_the_environment_plans_the_side_by_side_queries(monkeypatch, capsys):
+    # one rule (retrievers.team_retriever) for the plan and the kernel: RETRIEVER_SPEC alone names the team's retriever
+    side = [nb for nb in list_notebooks(None) if nb.stem.endswith("side_by_side")]
+    golden = load_golden_set(PROJECT_ROOT / DEMO["golden_set"])
+    asked = [q.query for q in golden.queries + golden.extra_queries]
+    monkeypatch.delenv("RETRIEVER_SPEC", raising=False)
+    assert plan_run(DEMO, side, load_settings()).notebooks[0].queries == []
+    monkeypatch.setenv("RETRIEVER_SPEC", '{"kind": "http", "url": "http://127.0.0.1:9/search"}')
+    assert plan_run(DEMO, side, load_settings()).notebooks[0].queries == asked
+    # a profile that names the collection decides over the environment, as in a run (its RETRIEVER_SPEC wins)
+    assert plan_run({**DEMO, "retriever": {"kind": "collection"}}, side, load_settings()).notebooks[0].queries == []
+    monkeypatch.delenv("QDRANT_URL", raising=False)
+    assert main(["plan", "--json", "--notebooks", side[0].stem[:2]]) == 0
+    data = json.loads(capsys.readouterr().out)
+    assert data["notebooks"][0]["queries"] == len(asked) and data["prefetch"]["queries"] == len(set(asked))

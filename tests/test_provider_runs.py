@@ -30,7 +30,9 @@ from fakes.openai_server import FakeOpenAI
 from remote_checks import RecordingSleep, service_answers
 
 from retrieval_lib import VectorStore
-from retrieval_lib.checks import contract, latency, query
+from retrieval_lib.checks.collection import embedding_contract as contract
+from retrieval_lib.checks.retrieval import query
+from retrieval_lib.checks.stability import latency
 from retrieval_lib.cli.commands.plan import RunPlan
 from retrieval_lib.embedding import (
     CohereEmbedder,
@@ -98,7 +100,7 @@ def test_each_provider_builds_a_collection_and_passes_01_06_and_09(name, embedde
         report01 = NotebookReport("01_query", "t", run_dir=tmp_path)
         responses = retriever.search_many(QUERIES, top_k=3)
         no_match = retriever.search(QUERIES[0], top_k=3, similarity_threshold=0.9999)
-        query.record(report01, responses, no_match, top_k=3, similarity_threshold=0.0)
+        query.QueryAnswers(responses, no_match, top_k=3, similarity_threshold=0.0).record(report01)
         assert report01.gates and all(g.passed for g in report01.gates), report01.gates
         tops = {r.query_text: r.results[0].source_file for r in responses}
         assert all(tops[q].startswith(prefix) for q, prefix in EXPECTED_TOP.items()), tops

@@ -1,11 +1,12 @@
-"""Notebook 01's gates, findings and metrics (checks.query.record), each gate passing and failing."""
+"""Notebook 01's check (checks.retrieval.query): its questions, table, gates, findings and metrics, each gate passing
+and failing."""
 
 from __future__ import annotations
 
 import pytest
 from responses import answer, hit
 
-from retrieval_lib.checks import query
+from retrieval_lib.checks.retrieval import query
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import PAYLOAD_FIELDS
 from retrieval_lib.validation import MAX_TOP_K
@@ -20,7 +21,7 @@ def gates(report: NotebookReport) -> dict:
 
 def recorded(responses, no_match=EMPTY, *, top_k=5, similarity_threshold=0.0, tmp_path) -> NotebookReport:
     report = NotebookReport("01_query", "t", tmp_path)
-    query.record(report, responses, no_match, top_k=top_k, similarity_threshold=similarity_threshold)
+    query.QueryAnswers(responses, no_match, top_k=top_k, similarity_threshold=similarity_threshold).record(report)
     return report
 
 
@@ -38,6 +39,7 @@ def test_good_answers_pass_every_gate_with_findings_and_metrics(tmp_path):
     assert report.findings[0].startswith("'What is ROS2?': top hit module-01-ros2/01-ros2-overview.md § 'Overview' "
                                          "(score 0.80); 2 results")
     assert report.metrics == {"queries": 2, "mean_top1_score": pytest.approx(0.6)}
+    assert report.tables == ["tables/01_query_results.csv"]
 
 
 def test_results_out_of_order_fail_the_ranking_gate(tmp_path):
@@ -84,3 +86,50 @@ def test_arguments_out_of_range_are_validation_errors(tmp_path):
     with pytest.raises(ValidationError) as err:
         recorded([answer("q", [hit(0.8)])], top_k=0, tmp_path=tmp_path)
     assert err.value.field == "top_k"
+
+
+class CannedRetriever:
+    """Answers each query with the canned response of that text (any threshold: the no-match one is ``EMPTY``)."""
+
+    def __init__(self, canned):
+        self.canned, self.asked = canned, []
+
+    def search_many(self, queries, **kwargs):
+        self.asked.append(("many", list(queries), kwargs))
+        return [self.canned[q] for q in queries]
+
+    def search(self, query, **kwargs):
+        self.asked.append(("one", query, kwargs))
+        return EMPTY
+
+
+class Ctx:
+    def __init__(self, retriever):
+        self.retriever = retriever
+
+
+def test_run_asks_the_questions_with_the_filters_and_the_first_again_at_the_no_match_threshold(tmp_path):
+    canned = {"What is ROS2?": answer("What is ROS2?", [hit(0.8)]), "Gazebo": answer("Gazebo", [])}
+    retriever = CannedRetriever(canned)
+    result = query.run(Ctx(retriever), queries=["What is ROS2?", "Gazebo"], top_k=3, similarity_threshold=0.2,
+                       source_prefix="module-01", section=None, no_match_threshold=0.95)
+    assert retriever.asked == [
+        ("many", ["What is ROS2?", "Gazebo"], dict(top_k=3, similarity_threshold=0.2, source_prefix="module-01",
+                                                   section=None)),
+        ("one", "What is ROS2?", dict(top_k=3, similarity_threshold=0.95))]
+    assert result.top is canned["What is ROS2?"].results[0]
+    assert str(result).splitlines() == [
+        "2 queries, top 3, threshold 0.2: 1 results",
+        "no-match threshold 0.95: 0 results; warnings: ['no chunk scored at least 0.95']"]
+    frame = result.tables()["results"]
+    assert list(frame["query"]) == ["What is ROS2?"] and set(frame.columns) >= set(PAYLOAD_FIELDS)
+    report = NotebookReport("01_query", "t", tmp_path)
+    result.record(report)
+    assert report.passed and len(report.gates) == 4
+
+
+def test_run_without_a_question_is_a_validation_error_naming_queries():
+    with pytest.raises(ValidationError) as err:
+        query.run(Ctx(CannedRetriever({})), queries=[], top_k=5, similarity_threshold=0.0, source_prefix=None,
+                  section=None, no_match_threshold=0.95)
+    assert err.value.field == "queries"

@@ -19,7 +19,9 @@ from corpus import SAMPLE_COLLECTION
 from qdrant_client import models
 
 from retrieval_lib import VectorStore
-from retrieval_lib.checks import offtopic, reach_report, reachability
+from retrieval_lib.checks.collection import _offtopic as offtopic
+from retrieval_lib.checks.collection import _reach_report as reach_report
+from retrieval_lib.checks.collection import reachability
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.ingest import prepare_documents
 from retrieval_lib.workbook.report import NotebookReport
@@ -134,11 +136,15 @@ def _copy_of_book(points, extra=()):
     return store
 
 
-def test_the_sound_sample_book_passes_every_gate(book):
-    study = reachability.measure(book.store, SAMPLE_COLLECTION)
+def _record(report, study, off):
+    reachability.Reachability(study, off, None, **GATES).record(report, show=False)
+
+
+def test_the_sound_sample_book_passes_every_gate(book, tmp_path):
+    study = reachability.measure(book.store, SAMPLE_COLLECTION, top_k=10)
     off = offtopic.measure_offtopic(study.table.files, study.table.titles, study.table.vectors)
-    report = NotebookReport("10_reachability", "t", run_dir=None)
-    reach_report.record(report, study, off, **GATES)
+    report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
+    _record(report, study, off)
     assert [g.passed for g in report.gates] == [True, True, True], report.summary()
     assert not study.sampled and study.antihub.exact
     assert study.occurrence.sum() == study.points * study.top_k  # every query returned k others
@@ -163,7 +169,7 @@ def test_an_off_topic_page_added_to_the_book_is_flagged_with_its_nearest_file(bo
     assert flagged.title == chunks[0].payload["title"] and flagged.nearest_file in {p.payload["source_file"]
                                                                                    for p in book_points}
     report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
-    reach_report.record(report, reachability.measure(store, SAMPLE_COLLECTION, table=table), off, **GATES)
+    _record(report, reachability.measure(store, SAMPLE_COLLECTION, top_k=10, table=table), off)
     gate = report.gates[2]
     assert not gate.passed and page in gate.detail and gate.parameter == "max_offtopic_files"
 
@@ -187,7 +193,7 @@ def test_a_block_of_similar_site_pages_left_in_the_book_is_flagged_as_one_group(
     assert off.closest_z is not None and off.closest_z <= off.groups[0].z
     assert {f.group for f in off.candidates} == {0}
     report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
-    reach_report.record(report, reachability.measure(store, SAMPLE_COLLECTION, table=table), off, **GATES)
+    _record(report, reachability.measure(store, SAMPLE_COLLECTION, top_k=10, table=table), off)
     gate = report.gates[2]
     assert not gate.passed and gate.value == len(SITE_PAGES) and "a group of 6 files" in gate.detail
 
@@ -215,16 +221,16 @@ def test_a_planted_generic_chunk_near_everything_is_found_as_a_hub(book_points, 
     hub = _point("00000000-0000-0000-0000-00000000beef", centre / np.linalg.norm(centre), "appendices/index.md",
                  "Index", "Index of every topic in the book")
     store = _copy_of_book(book_points, [hub])
-    study = reachability.measure(store, SAMPLE_COLLECTION)
+    study = reachability.measure(store, SAMPLE_COLLECTION, top_k=10)
     planted = study.table.ids.index(hub.id)
     assert study.hub_rows[0] == planted, reach_report.hub_frame(study).to_string()
     assert study.occurrence[planted] > 5 * study.top_k  # in five times as many top-10 lists as a chunk on average
     report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
     off = offtopic.measure_offtopic(study.table.files, study.table.titles, study.table.vectors)
-    reach_report.record(report, study, off, **GATES)
+    _record(report, study, off)
     assert not report.gates[1].passed and report.gates[1].parameter == "max_nk_skewness", report.summary()
     # a sample finds it too: its hits among the sampled queries are far beyond a chunk at the threshold
-    sampled = reachability.measure(store, SAMPLE_COLLECTION, max_full=100, sample_size=150, seed=3)
+    sampled = reachability.measure(store, SAMPLE_COLLECTION, top_k=10, max_full=100, sample_size=150, seed=3)
     assert sampled.sampled and sampled.hub_rows[:1] == [planted]
     assert sampled.skewness > GATES["max_nk_skewness"]
 
@@ -261,19 +267,19 @@ def _clustered_store(points=600, dim=64, clusters=20, seed=1):
 
 def test_a_sampled_pass_states_an_interval_that_holds_the_full_value():
     store = _clustered_store()
-    full = reachability.measure(store, "clustered")
+    full = reachability.measure(store, "clustered", top_k=10)
     assert 0.005 < full.antihub.share < 0.2  # a collection with anti-hubs to estimate
     for seed in (0, 1):
-        sampled = reachability.measure(store, "clustered", max_full=500, sample_size=300, seed=seed)
+        sampled = reachability.measure(store, "clustered", top_k=10, max_full=500, sample_size=300, seed=seed)
         est = sampled.antihub
         assert sampled.sampled and est.judged == 300 and not est.exact
         assert est.low <= full.antihub.share <= est.high, (seed, est, full.antihub.share)
         assert est.high - est.low < 0.12
         assert set(sampled.antihub_rows) == set(full.antihub_rows) & set(int(r) for r in sampled.query_rows)
         assert "95% interval" in est.text()
-    same = reachability.measure(store, "clustered", max_full=500, sample_size=300, seed=0)
-    assert same.query_rows.tolist() == reachability.measure(store, "clustered", max_full=500, sample_size=300,
-                                                             seed=0).query_rows.tolist()
+    same = reachability.measure(store, "clustered", top_k=10, max_full=500, sample_size=300, seed=0)
+    assert same.query_rows.tolist() == reachability.measure(store, "clustered", top_k=10, max_full=500,
+                                                             sample_size=300, seed=0).query_rows.tolist()
 
 
 def test_bad_parameters_are_refused_with_the_field_named():
@@ -307,13 +313,54 @@ def test_reach_command_prints_json_and_exits_1_on_a_failed_gate(tmp_path, monkey
                         "QDRANT_API_KEY": "", "QDRANT_ENGINE": ""}.items():
         monkeypatch.setenv(name, value)
     lenient, strict = tmp_path / "lenient.yaml", tmp_path / "strict.yaml"
-    lenient.write_text("max_antihub_share: 0.5\nmax_nk_skewness: 10.0\nmax_offtopic_files: 30\nofftopic_max_z: 3.5\n")
-    strict.write_text("max_antihub_share: 0.5\nmax_nk_skewness: 0.0\nmax_offtopic_files: 30\nofftopic_max_z: 3.5\n")
+    # the check reads every parameter of notebook 10 from the profile: these two change the gates only
+    lenient.write_text("extends: params/demo.yaml\nmax_antihub_share: 0.5\nmax_nk_skewness: 10.0\n"
+                       "max_offtopic_files: 30\nofftopic_max_z: 3.5\n")
+    strict.write_text("extends: params/demo.yaml\nmax_antihub_share: 0.5\nmax_nk_skewness: 0.0\n"
+                      "max_offtopic_files: 30\nofftopic_max_z: 3.5\n")
     assert main(["reach", "--json", "--no-questions", "--quiet", "--params", str(lenient)]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["passed"] and out["metrics"]["chunks_as_queries"] == out["metrics"]["points"] == 300
     assert [g["parameter"] for g in out["gates"]] == ["max_antihub_share", "max_nk_skewness", "max_offtopic_files"]
+    assert out["metrics"]["reach_top_k"] == 10 and len(out["antihubs"]) == out["metrics"]["antihubs"]
+    assert "antihubs_unreached_by_questions" not in out  # no questions asked
     assert main(["reach", "--no-questions", "--quiet", "--params", str(strict), "--sample", "100"]) == 1
     text = capsys.readouterr().out
     assert "[FAIL] no hubs crowd the answers" in text and "95% interval" in text
+    # the older options set the profile's parameters: --sample N samples N chunks (reach_max_full at most N)
+    assert main(["reach", "--json", "--no-questions", "--quiet", "--params", str(lenient), "--sample", "100",
+                 "--top-k", "5", "--seed", "3", "--reverse-depth", "7"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["metrics"]["chunks_as_queries"] == 100 and out["metrics"]["reach_top_k"] == 5
+    assert any("100 of 300 chunks sampled as queries (seed 3)" in f for f in out["findings"])
     assert main(["reach", "--no-questions", "--params", str(tmp_path / "missing.yaml")]) == 2
+
+
+def test_the_check_is_not_applicable_when_only_a_teams_retriever_is_configured(tmp_path):
+    class OnlyRetriever:  # what a NotebookRun says when the profile names a retriever and no collection opens
+        def collection_absent(self):
+            return "only the chatbot's retriever is configured"
+
+    params = dict(golden_set=None, coverage_top_k=5, headings_per_file=6, reach_top_k=10, reach_max_full=5000,
+                  reach_sample_size=1000, reach_seed=0, reach_reverse_depth=50, max_offtopic_files=0,
+                  offtopic_max_z=4.0, max_antihub_share=0.02, max_nk_skewness=1.5)
+    result = reachability.run(OnlyRetriever(), **params)
+    report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
+    result.record(report, show=False)
+    assert [(g.id, g.passed) for g in report.gates] == [("reach.antihubs", None), ("reach.hubs", None),
+                                                        ("reach.offtopic", None)]
+    assert result.tables() == {} and "only the chatbot's retriever" in str(result)
+
+
+def test_the_result_records_the_notebooks_figures_and_tables(tmp_path):
+    store = _clustered_store(points=120)
+    study = reachability.measure(store, "clustered", top_k=5)
+    off = offtopic.measure_offtopic(study.table.files, study.table.titles, study.table.vectors)
+    result = reachability.Reachability(study, off, None, **GATES)
+    report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
+    result.record(report, show=False)
+    assert list(result.tables()) == ["antihubs", "hubs", "file_distances", "per_file"]
+    assert report.tables == [f"tables/10_reachability_{n}.csv" for n in result.tables()]
+    assert report.figures == ["figures/10_reachability_occurrence_histogram.png",
+                              "figures/10_reachability_per_file.png"]
+    assert "120 chunks; 120 used as queries (every chunk), top 5 each" in str(result)

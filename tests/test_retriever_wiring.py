@@ -92,3 +92,19 @@ def test_a_run_on_the_collection_records_no_retriever_gate(tmp_path):
     run = _run(tmp_path, {"kind": "collection"})
     run.finish()
     assert not [g for g in run.report.gates if g.id == "retriever.answered"]
+
+
+def test_one_rule_says_whether_a_teams_retriever_is_configured():
+    import dataclasses
+
+    from retrieval_lib.retrievers import team_retriever
+
+    http = {"kind": "http", "url": "http://127.0.0.1:9/search"}
+    settings = dataclasses.replace(load_settings(env={}), retriever=http)
+    assert team_retriever({}, None) is None and team_retriever({"retriever": None}) is None
+    assert team_retriever(settings).url == http["url"]  # RETRIEVER_SPEC alone
+    assert team_retriever({"profile": "x"}, settings).kind == "http"  # a profile without one: the environment's
+    assert team_retriever({"retriever": {"kind": "collection"}}, settings) is None  # the profile's word decides
+    assert team_retriever({"retriever": {"kind": "python", "function": "bot.py:search"}}, settings).kind == "python"
+    with pytest.raises(ConfigurationError, match="url"):
+        team_retriever({"retriever": {"kind": "http"}})

@@ -14,7 +14,7 @@ import pytest
 from corpus import SAMPLE_COLLECTION as COLLECTION  # the session build is conftest's `book` fixture
 
 from retrieval_lib import Retriever
-from retrieval_lib.checks.golden import load_golden_set, matches
+from retrieval_lib.checks.retrieval.golden_set import load_golden_set, matches
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.ingest import (
     DEFAULT_BASE_URL,

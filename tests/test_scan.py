@@ -17,7 +17,8 @@ from fakes.embedders import FakeEmbedder
 from qdrant_client import models
 
 from retrieval_lib import VectorStore
-from retrieval_lib.checks import coverage, health
+from retrieval_lib.checks.collection import collection_health as health
+from retrieval_lib.checks.retrieval import source_coverage as coverage
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.ingest import ingest, pipeline
 from retrieval_lib.models import PAYLOAD_FIELDS

@@ -9,17 +9,15 @@ from fakes.embedders import FakeEmbedder
 from qdrant_client import models
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.checks.scores import (
-    clip_counts,
+from retrieval_lib.checks.retrieval._thresholds import (
     judge_threshold,
     recommend_threshold,
-    score_frame,
     separation,
     threshold_tradeoff,
     thresholds_grid,
     top1_scores,
-    top1_summary,
 )
+from retrieval_lib.checks.retrieval.score_distributions import clip_counts, score_frame, top1_summary
 
 
 def unit(deg: float) -> list[float]:

@@ -1,4 +1,5 @@
-"""Notebook 02's study, table, figures, gates, findings and metrics (checks.scores), each gate passing and failing."""
+"""Notebook 02's check (checks.retrieval.score_distributions): its study, tables, figures, gates, findings and
+metrics, each gate passing and failing."""
 
 from __future__ import annotations
 
@@ -7,7 +8,8 @@ import math
 import pytest
 from responses import answer, hit
 
-from retrieval_lib.checks import scores
+from retrieval_lib.checks.retrieval import _thresholds
+from retrieval_lib.checks.retrieval import score_distributions as scores
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.workbook.report import NotebookReport
 
@@ -24,8 +26,10 @@ def study(in_domain=None, ood=None, top_k=2) -> scores.ScoreStudy:
 
 def record(s, tmp_path, *, candidate_threshold=0.4, min_separation=0.1):
     report = NotebookReport("02_score_distributions", "t", tmp_path)
-    verdict = scores.record(report, s, candidate_threshold=candidate_threshold, min_separation=min_separation)
-    return report, {g.name: g for g in report.gates}, verdict
+    result = scores.ScoreDistributions.of(s, candidate_threshold=candidate_threshold, min_separation=min_separation,
+                                          resamples=50)
+    result.record(report, show=False)
+    return report, {g.name: g for g in report.gates}, result.verdict
 
 
 def test_separated_sets_pass_every_gate_with_findings_and_metrics(tmp_path):
@@ -39,7 +43,9 @@ def test_separated_sets_pass_every_gate_with_findings_and_metrics(tmp_path):
     assert sep.detail == "min in-domain top-1 0.600 - max OOD top-1 0.200 = 0.400"
     assert gates["threshold 0.4 keeps every in-domain query and rejects every OOD query"].detail == (
         "in-domain queries losing every result: none; OOD queries still answered: none")
-    assert report.findings == [
+    assert report.findings[0].startswith("with 2 in-domain and 1 out-of-domain queries the recommended threshold 0.400")
+    assert report.findings[1].startswith("ROC AUC of top-1 scores 1.000")
+    assert report.findings[2:] == [
         "in-domain top-1 scores run from 0.600 to 0.900 (median 0.750); out-of-domain top-1 scores reach at most 0.200",
         "at candidate_threshold 0.4, 2/2 in-domain and 0/1 out-of-domain queries keep at least one result",
         "recommended threshold 0.400 (midpoint of the 0.400-wide gap)",
@@ -78,8 +84,10 @@ def test_a_score_outside_0_1_or_no_score_at_all_fails_the_range_gate(tmp_path):
     broken = hit(0.9).model_copy(update={"similarity_score": 1.5})  # as if clipping had been bypassed
     _, gates, _ = record(study(in_domain=[answer("a", [broken])]), tmp_path)
     assert not gates[IN_RANGE].passed and gates[IN_RANGE].value == 1
-    _, gates, _ = record(study(in_domain=[answer("a", [])], ood=[answer("x", [])]), tmp_path)
+    report, gates, _ = record(study(in_domain=[answer("a", [])], ood=[answer("x", [])]), tmp_path)
     assert not gates[IN_RANGE].passed and gates[IN_RANGE].detail.startswith("0 scores")
+    assert report.findings[0] == "no interval for the recommended threshold: a query set has no query with a result"
+    assert "figures/02_score_distributions_roc.png" not in report.figures
 
 
 def test_per_query_frame_rounds_and_orders_best_first_within_each_set():
@@ -115,10 +123,10 @@ def test_measure_runs_both_sets_and_refuses_an_empty_one():
 
 def test_argument_checks_are_validation_errors_naming_the_field():
     with pytest.raises(ValidationError) as err:
-        scores.separation([], [0.1])
+        _thresholds.separation([], [0.1])
     assert err.value.field == "in_top1"
     with pytest.raises(ValidationError) as err:
-        scores.thresholds_grid(step=0)
+        _thresholds.thresholds_grid(step=0)
     assert err.value.field == "step"
 
 
@@ -134,3 +142,31 @@ def test_figures_mark_the_threshold_and_the_gap():
     assert "gap between the sets" in labels and "recommended = 0.400" in labels
     plt.close(hist)
     plt.close(curves)
+
+
+def test_run_asks_both_sets_with_no_threshold_and_gives_the_tables_and_the_interval(tmp_path):
+    sets = tmp_path / "sets.yaml"
+    sets.write_text("in_domain: [a, b]\nout_of_domain: [x]\n", encoding="utf-8")
+    canned = {r.query_text: r for r in study().in_domain + study().out_of_domain}
+    retriever = CannedRetriever(canned)
+
+    class Ctx:
+        pass
+
+    ctx = Ctx()
+    ctx.retriever = retriever
+    result = scores.run(ctx, query_sets=str(sets), top_k=2, candidate_threshold=0.4, min_separation=0.1)
+    assert retriever.asked == [(["a", "b"], 2), (["x"], 2)]
+    assert result.uncertainty is not None and result.verdict.passed
+    lines = str(result).splitlines()
+    assert lines[0] == "2 in-domain and 1 out-of-domain queries, top 2: 6 scores"
+    assert lines[1].startswith("gap from 0.200 (highest OOD top-1) to 0.600")
+    assert lines[2].startswith("with 2 in-domain")
+    tables = result.tables()
+    assert list(tables) == ["scores", "top1_per_query", "top1_summary", "tradeoff"]
+    assert list(tables["top1_summary"]["set"]) == ["in_domain", "out_of_domain"]
+    report = NotebookReport("02_score_distributions", "t", tmp_path)
+    result.record(report, show=False)
+    assert [f.split("/")[1].removeprefix("02_score_distributions_") for f in report.figures] == [
+        "histograms.png", "tradeoff.png", "roc.png"]
+    assert [g.id for g in report.gates] == ["scores.range", "scores.separation", "scores.threshold"]

@@ -27,7 +27,7 @@ import pytest
 from service_fixtures import serving, small_retriever, sqlite_db
 
 from retrieval_lib import load_settings
-from retrieval_lib.checks.api.target import free_port
+from retrieval_lib.checks.service._target import free_port
 from retrieval_lib.service import ServiceOptions, create_app
 
 pytestmark = pytest.mark.usefixtures("no_proxies")

@@ -21,7 +21,7 @@ from fakes.tcp import closed_port
 from service_fixtures import assert_schemathesis_clean, schemathesis_run
 
 from retrieval_lib import VectorStore
-from retrieval_lib.checks.api.target import ServiceProcess
+from retrieval_lib.checks.service._target import ServiceProcess
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.service.querylog import LOG_FIELDS
 from retrieval_lib.service.schemas import RESULT_FIELDS

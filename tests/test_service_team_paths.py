@@ -15,7 +15,7 @@ from shapes import build, openai_nested_metadata
 
 from retrieval_lib import Retriever, VectorStore
 from retrieval_lib.book.routes import route_of_stored_path
-from retrieval_lib.checks.api.validate import ApiValidation, unheld_fields
+from retrieval_lib.checks.service._validate import ApiValidation, unheld_fields
 from retrieval_lib.models import SEED003_FIELDS
 
 

@@ -11,9 +11,9 @@ from fastapi.responses import JSONResponse
 from service_fixtures import SERVICE_DOCS, serving, small_retriever, sqlite_db
 
 from retrieval_lib import load_settings
-from retrieval_lib.checks.api import consistency as meta_check
-from retrieval_lib.checks.api.client import ApiClient, error_view, health_dependencies, ranking_of
-from retrieval_lib.checks.api.validate import record, validate_service
+from retrieval_lib.checks.service import _consistency as meta_check
+from retrieval_lib.checks.service._client import ApiClient, error_view, health_dependencies, ranking_of
+from retrieval_lib.checks.service._validate import record, validate_service
 from retrieval_lib.service import ServiceOptions, create_app
 from retrieval_lib.workbook.report import NotebookReport
 
@@ -163,7 +163,7 @@ def test_options_reach_the_app(tmp_path):
 
 
 def test_an_api_target_by_url_is_not_ours_and_bad_urls_or_stores_are_configuration_errors(tmp_path):
-    from retrieval_lib.checks.api.target import ApiTarget
+    from retrieval_lib.checks.service.api import ApiTarget
     from retrieval_lib.errors import ConfigurationError
 
     target = ApiTarget.open("http://127.0.0.1:9", load_settings(env={}))

@@ -13,13 +13,15 @@ from typing import Any
 import pytest
 from corpus import SAMPLE_COLLECTION
 
-from retrieval_lib.checks import side_by_side, side_by_side_views
+from retrieval_lib.checks.retrieval import _views as side_by_side_views
+from retrieval_lib.checks.retrieval import side_by_side
 from retrieval_lib.params import load_golden_set
 from retrieval_lib.retrievers import Answer, Hit, open_retriever
 from retrieval_lib.search import Retriever
 from retrieval_lib.workbook.report import NotebookReport
 
 GOLDEN = "params/golden/sample_book.yaml"
+IDS = [g.id for g in side_by_side.GATES]
 PREFIX = "Represent this question for searching relevant passages: "
 
 
@@ -109,7 +111,7 @@ def prefixed(book, embedder):
 def study_of(team: Any, collection: Retriever, golden: Any, tmp_path) -> tuple[Any, NotebookReport]:
     study = side_by_side.measure(team, collection, golden, top_k=5)
     report = NotebookReport("15_side_by_side", "side by side", tmp_path)
-    side_by_side.record(report, study)
+    side_by_side.SideBySideResult(study).record(report, show=False)
     return study, report
 
 
@@ -141,7 +143,7 @@ def test_a_sound_retriever_passes_every_gate_with_the_collections_hit_rate(book,
     counted = Counted(collection)
     study, report = study_of(team, counted, golden, tmp_path)
     assert counted.asked == len(study.pairs)  # at most one direct query per question
-    assert gates(report) == dict.fromkeys(side_by_side.GATES, True)
+    assert gates(report) == dict.fromkeys(IDS, True)
     assert found(study) == set()
     assert study.team_hit_rate == study.collection_hit_rate == 1.0
     assert all(p.overlap == 1.0 and set(p.rank_shifts) == {0} for p in study.pairs)
@@ -187,7 +189,7 @@ def test_the_same_chunks_reversed_are_named_a_reordering_not_a_fault(book, colle
     study, report = study_of(team, collection, golden, tmp_path)
     assert "order" in found(study) and not study.causes["order"].fault
     assert all(p.overlap == 1.0 for p in study.pairs)
-    assert gates(report) == dict.fromkeys(side_by_side.GATES, True)  # hit@5 is the same set of chunks
+    assert gates(report) == dict.fromkeys(IDS, True)  # hit@5 is the same set of chunks
     assert any(p.rank_shifts and p.rank_shifts[0] == -4 for p in study.pairs)
 
 
@@ -227,14 +229,14 @@ def test_results_without_text_name_the_key_the_collection_holds(book, collection
 def test_without_a_retriever_every_gate_is_not_applicable_with_the_reason(collection, golden, tmp_path):
     for asker in (None, open_retriever(None, collection_retriever=collection)):
         study, report = study_of(asker, collection, golden, tmp_path)
-        assert gates(report) == dict.fromkeys(side_by_side.GATES, None)
+        assert gates(report) == dict.fromkeys(IDS, None)
         assert all("no retriever is configured" in g.detail for g in report.gates)
 
 
 def test_without_a_golden_set_every_gate_is_not_applicable(book, collection, embedder, tmp_path):
     team = TeamRetriever(book.store, embedder.embed_queries)
     study, report = study_of(team, collection, load_golden_set(""), tmp_path)
-    assert gates(report) == dict.fromkeys(side_by_side.GATES, None)
+    assert gates(report) == dict.fromkeys(IDS, None)
     assert "no golden set" in study.absent and team.asked == 0
 
 
@@ -269,3 +271,35 @@ def test_the_views_draw(book, collection, embedder, golden, tmp_path):
     for fig in (side_by_side_views.hits_figure(study), side_by_side_views.scores_figure(study)):
         fig.savefig(tmp_path / "f.png")
         plt.close(fig)
+
+
+def test_the_result_records_its_tables_and_figures_and_prints_what_was_asked(book, collection, embedder, golden,
+                                                                          tmp_path):
+    team = TeamRetriever(book.store, embedder.embed_queries, keep=lambda pts: pts[:2])  # a cap: cut answers
+    result = side_by_side.SideBySideResult(side_by_side.measure(team, collection, golden, top_k=5))
+    report = NotebookReport("15_side_by_side", "side by side", tmp_path)
+    result.record(report, show=False)
+    assert str(result).splitlines() == ["retriever: a team's search function (test)",
+                                        f"{len(result.study.pairs)} questions, {len(result.study.pairs)} answered "
+                                        "by the retriever"]
+    tables = result.tables()
+    assert {"per_query", "causes", "evidence_cut"} <= set(tables)
+    assert [name for name, _ in result.found_causes()] == [n for n in tables if n.startswith("evidence_")]
+    assert (tmp_path / "figures" / "15_side_by_side_hits.png").is_file()
+    assert (tmp_path / "tables" / "15_side_by_side_per_query.csv").is_file()
+    assert gates(report)["side_by_side.complete_answers"] is False
+
+
+def test_the_check_without_a_retriever_in_the_profile_judges_nothing_and_says_why(collection, tmp_path):
+    from retrieval_lib.config import load_settings
+    from retrieval_lib.workbook.report import NotebookRun
+
+    ctx = NotebookRun("15_side_by_side", "side by side", tmp_path, settings=load_settings(env={}))
+    ctx._retriever = collection  # the session's sample collection (its store is open, so locked, for the session)
+    try:
+        result = side_by_side.run(ctx, golden_set=GOLDEN, top_k=5, compare_alpha=0.05)
+        result.record(ctx.report, show=False)
+        assert gates(ctx.report) == dict.fromkeys(IDS, None)
+        assert "no retriever is configured" in str(result) and result.tables()["per_query"].empty
+    finally:
+        ctx.close()

@@ -20,7 +20,7 @@ from fakes.proxies import direct_env
 from qdrant_client import models
 
 from retrieval_lib import VectorStore
-from retrieval_lib.checks import contract
+from retrieval_lib.checks.collection import embedding_contract as contract
 from retrieval_lib.config import PROJECT_ROOT, load_settings
 from retrieval_lib.embedding import SentenceTransformerEmbedder, make_embedder
 from retrieval_lib.errors import ConfigurationError

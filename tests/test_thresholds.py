@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_lib.checks import thresholds as th
+from retrieval_lib.checks.intervals import queries_for_width, wilson
+from retrieval_lib.checks.retrieval import _thresholds as th
 from retrieval_lib.errors import ValidationError
 
 IN = [0.55, 0.6, 0.62, 0.7, 0.5, 0.66, 0.58, 0.61]
@@ -33,9 +34,9 @@ def test_wilson_matches_scipy_and_more_queries_narrow_it():
     from scipy.stats import binomtest
 
     ci = binomtest(27, 30).proportion_ci(method="wilson")
-    assert th.wilson(27, 30) == pytest.approx((ci.low, ci.high))
-    n = th.queries_for_width(0.9)
-    low, high = th.wilson(round(0.9 * n), n)
+    assert wilson(27, 30) == pytest.approx((ci.low, ci.high))
+    n = queries_for_width(0.9)
+    low, high = wilson(round(0.9 * n), n)
     assert (high - low) / 2 <= 0.05 and n > 30
 
 

@@ -6,7 +6,8 @@ folder, or ``source``: how the collection names it), computed from a :class:`~re
 
 - **missing**: a page with no chunk; ranked by words, so a missing chapter ranks above a missing stub; stock pages
   and placeholder stubs are rows with ``stock`` set and do not count against the gate;
-- **gone**: a source that maps to no page (renamed or deleted since the ingest), with its chunks;
+- **gone**: a source that maps to no page (renamed or deleted since the ingest), with its chunks (which questions
+  still retrieve them is the check's to ask: :mod:`retrieval_lib.checks.collection.book`);
 - **changed**: per ingested page, ``stale / judged``, where a chunk is *stale* when fewer than
   :data:`FOUND_SHARE` of its shingles are in the page, and *judged* when it has at least one full shingle;
 - **thin**: per ingested page, ``chunks per 1,000 words`` and the share of the page's shingles its chunks cover;
@@ -16,15 +17,14 @@ folder, or ``source``: how the collection names it), computed from a :class:`~re
 
 from __future__ import annotations
 
-from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
 
-from retrieval_lib.book.mapping import BookChunks, BookMap, SourceMatch
-from retrieval_lib.book.pages import Book
-from retrieval_lib.book.text import distinct, found_in, runs, shingles, words_of
+from retrieval_lib.book.mapping import BookChunks, BookMap
+from retrieval_lib.book.pages import Book, Page
+from retrieval_lib.book.text import SHINGLE, distinct, found_in, position_shingles, run_hashes, shingles_of, words
 
 __all__ = ["FOUND_SHARE", "PageComparison", "compare_pages", "missing_pages", "gone_sources", "changed_pages",
            "thin_pages"]
@@ -54,36 +54,64 @@ class PageComparison:
 
 
 def compare_pages(book: Book, bmap: BookMap, chunks: BookChunks) -> list[PageComparison]:
-    """Each ingested page with readable text against its chunks' texts (pages without text are left out)."""
+    """Each ingested page with readable text against its chunks' texts (pages without text are left out).
+
+    A chunk whose words are, in order, a run of its page's words (its first shingle looked up among the page's,
+    the run's hash compared) has every shingle in the page, at those positions: it is judged found without being
+    shingled. Only the other chunks' shingles are looked up; the figures are those of the definitions above either
+    way (``tests/test_book_findings.py``).
+    """
     pages = {p.path: p for p in book.pages}
     out = []
     for path, indexes in bmap.page_chunks.items():
         page = pages[path]
-        if not page.has_text:
-            continue
-        page_sh = shingles(page.tokens)
-        h, owner = runs([words_of(chunks.content[i]) for i in indexes])
-        judged_chunks = np.bincount(owner, minlength=len(indexes))
-        found = np.bincount(owner, weights=found_in(h, page_sh), minlength=len(indexes))
-        judged = judged_chunks > 0
-        stale = int((found[judged] / judged_chunks[judged] < FOUND_SHARE).sum())
-        coverage = float(found_in(page_sh, distinct(h)).mean()) if page_sh.size else 1.0
-        out.append(PageComparison(path, page.words, len(indexes), int(judged.sum()), stale, coverage))
+        if page.has_text:
+            out.append(_compare(page, [chunks.content[i] for i in indexes]))
     return out
 
 
+def _compare(page: Page, contents: list[str | None]) -> PageComparison:
+    at = position_shingles(page.hashes)  # the page's shingle at each word position
+    order = np.argsort(at)
+    page_sh = distinct(at[order], ordered=True)
+    chunk_words = words(contents)
+    judged = np.flatnonzero(chunk_words.count >= SHINGLE)  # the others hold no shingle: nothing to judge or cover
+    first, length = chunk_words.first[judged], chunk_words.count[judged]
+    exact = np.zeros(judged.size, dtype=bool)
+    mask = np.zeros(at.size, dtype=bool)
+    if judged.size and page.hashes.size >= SHINGLE:
+        head = position_shingles(chunk_words.hashes)[first]
+        k = np.minimum(np.searchsorted(at[order], head), at.size - 1)
+        start = order[k]  # a position where the page holds the chunk's first shingle (if the run is not there, the
+        # chunk is shingled below, which gives the same figures for a chunk found whole elsewhere in the page)
+        exact = (at[start] == head) & (start + length <= page.hashes.size)
+        exact[exact] = (run_hashes(chunk_words.hashes, first[exact], length[exact])
+                        == run_hashes(page.hashes, start[exact], length[exact]))
+        spans = np.bincount(start[exact], minlength=at.size + 1)
+        spans -= np.bincount(start[exact] + length[exact] - SHINGLE + 1, minlength=at.size + 1)
+        mask = np.cumsum(spans[:-1]) > 0
+    stale = 0
+    if not exact.all():
+        h, owner = shingles_of(chunk_words.hashes, first[~exact], length[~exact])
+        found = np.bincount(owner, weights=found_in(h, page_sh), minlength=int((~exact).sum()))
+        stale = int((found / (length[~exact] - SHINGLE + 1) < FOUND_SHARE).sum())
+        mask |= found_in(at, distinct(h))
+    coverage = distinct(at[mask]).size / page_sh.size if page_sh.size else 1.0
+    return PageComparison(page.path, page.words, len(contents), int(judged.size), stale, float(coverage))
+
+
 def missing_pages(book: Book, bmap: BookMap) -> list[dict[str, Any]]:
-    """Pages with no chunk, most words first (stock pages and stubs carry ``stock``)."""
-    rows = [{"page": p.path, "route": p.route, "title": p.title, "words": p.words, "stock": p.stock,
-             "problem": p.problem} for p in book.pages if p.path not in bmap.page_chunks]
-    return sorted(rows, key=lambda r: (r["stock"] is not None, -r["words"], r["page"]))
+    """Pages with no chunk, most words first (stock pages and stubs carry ``stock``; ``words`` is None where the
+    page's text is unknown: a sitemap's page, an unreadable file)."""
+    rows = [{"page": p.path, "route": p.route, "title": p.title, "words": p.words if p.has_text else None,
+             "stock": p.stock, "problem": p.problem} for p in book.pages if p.path not in bmap.page_chunks]
+    return sorted(rows, key=lambda r: (r["stock"] is not None, -(r["words"] or 0), r["page"]))
 
 
-def gone_sources(bmap: BookMap, expects: Callable[[SourceMatch], bool] | None = None) -> list[dict[str, Any]]:
-    """Sources that map to no page, most chunks first; ``golden``: whether a golden query expects the source
-    (``expects(source)``; None when no golden set was given)."""
-    return [{"source": s.source, "chunks": s.chunks, "hint": s.hint,
-             "golden": None if expects is None else expects(s)} for s in bmap.unmatched]
+def gone_sources(bmap: BookMap) -> list[dict[str, Any]]:
+    """Sources that map to no page, most chunks first (``hint``: a page the source names under another base
+    path)."""
+    return [{"source": s.source, "chunks": s.chunks, "hint": s.hint} for s in bmap.unmatched]
 
 
 def changed_pages(comparisons: list[PageComparison], max_share: float) -> list[dict[str, Any]]:

@@ -55,16 +55,19 @@ class BookChunks:
 def read_chunks(view: Any, collection: str, *, progress: bool = False) -> BookChunks:
     """One scroll of :data:`FIELDS` through a :class:`~retrieval_lib.collection.CollectionView` (never written)."""
     roles = view.roles_for(collection)
-    fields = [f for f in FIELDS if roles.has(f) or f == "source_file"]
+    # a file read off the URL is not the team's own name for the source, the URL is: where the roles derive the
+    # file from the URL, only a key of the team's own can name a file (for a point without a URL)
+    own_file = bool(roles.keys_of("source_file"))
+    fields = [f for f in FIELDS if (roles.has(f) if f != "source_file" else own_file or not roles.derive_source_file)]
     # whole: every text is kept, so an in-process engine is read in one page (stores.scan.page_size)
     cols = view.read_columns(collection, fields, progress=progress, whole=True)
     n = len(cols.ids)
 
     def col(name: str) -> list[Any]:
-        return list(cols.values[name]) if name in cols.values else [None] * n
+        return cols.values[name] if name in cols.values else [None] * n
 
     files, urls = col("source_file"), col("source_url")
-    if roles.derive_source_file:  # a file read off the URL is not the team's own name for the source: the URL is
+    if roles.derive_source_file:
         files = [None if u else f for f, u in zip(files, urls)]
     return BookChunks(cols.ids, files, urls, col("content"), col("chunk_sequence"))
 

@@ -2,9 +2,9 @@
 
 :func:`read_docs` walks a docs folder once (``*.md``/``*.mdx``; partials ``_x.md``, hidden entries and
 ``node_modules`` skipped, as the ingest does) and gives every file a :class:`Page`: its path under the folder, its
-route (:mod:`retrieval_lib.book.routes`), title, word count, the words as the check compares them
-(:func:`retrieval_lib.book.text.words_of`) and whether it is a stock page (a site generator's template page, from
-:func:`~retrieval_lib.collection.boilerplate.stock_page`) or a placeholder stub ("Coming soon").
+route (:mod:`retrieval_lib.book.routes`), title, word count, its words as the check compares them
+(:func:`retrieval_lib.book.text.words`: one 64-bit hash a word) and whether it is a stock page (a site generator's
+template page, from :func:`~retrieval_lib.collection.boilerplate.stock_page`) or a placeholder stub ("Coming soon").
 
 :func:`read_sitemap` reads a ``sitemap.xml`` (a file, or a URL fetched once with a timeout): its pages have a route
 and no text, so only the mapping and "never ingested" / "gone" can judge them.
@@ -22,6 +22,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from urllib.parse import urlsplit
 
+import numpy as np
+
 from retrieval_lib.book.routes import (
     decode_utf8,
     docusaurus_route,
@@ -30,7 +32,7 @@ from retrieval_lib.book.routes import (
     split_front_matter,
     strip_number_prefix,
 )
-from retrieval_lib.book.text import words_of
+from retrieval_lib.book.text import words as word_hashes
 from retrieval_lib.collection.boilerplate import PLACEHOLDER_EXTRA_WORDS, is_placeholder, stock_page
 from retrieval_lib.errors import ConfigurationError, DocumentError, ValidationError
 
@@ -65,7 +67,8 @@ class Page:
         route: the URL path the site serves it at (leading slash, no trailing slash).
         title: front matter ``title``, else the first H1, else the file name.
         words: its words (headings and code included), 0 when unknown.
-        tokens: the words as :func:`~retrieval_lib.book.text.words_of` reads them (empty for a sitemap page).
+        hashes: its words as :func:`~retrieval_lib.book.text.words` reads them, one 64-bit hash each, in order
+            (empty for a sitemap page).
         stock: ``"Docusaurus tutorial"`` ... for a site generator's template page, ``"stub"`` for a placeholder
             page, None for a page of the book's own.
         problem: why the page could not be read (one line), None when it was.
@@ -76,7 +79,7 @@ class Page:
     route: str
     title: str = ""
     words: int = 0
-    tokens: list[bytes] = field(default_factory=list, repr=False)
+    hashes: np.ndarray = field(default_factory=lambda: np.empty(0, dtype=np.uint64), repr=False)
     stock: str | None = None
     problem: str | None = None
     has_text: bool = True
@@ -217,13 +220,13 @@ def read_docs(docs: str | os.PathLike[str], *, route_base: str | None = None, ge
                 Path(rel).stem), problem=reason, has_text=False))
             continue
         title = _title(front_matter, body, rel)
-        tokens = words_of(body)
-        bare = _ADMONITION.sub("", body)
+        hashes = word_hashes([body]).hashes
+        words = int(hashes.size)
         # a placeholder is a few words around its marker: a long page is never one (and is not searched for it)
-        stub = len(tokens) < _STUB_MAX_WORDS and is_placeholder(bare, min_words=STUB_MIN_WORDS)
+        stub = words < _STUB_MAX_WORDS and is_placeholder(_ADMONITION.sub("", body), min_words=STUB_MIN_WORDS)
         # a site generator's template page is short: a long page is the book's own (and is not searched)
-        stock = (stock_page(title, body) if len(tokens) < STOCK_MAX_WORDS else None) or ("stub" if stub else None)
-        pages.append(Page(rel, route, title, len(tokens), tokens, stock))
+        stock = (stock_page(title, body) if words < STOCK_MAX_WORDS else None) or ("stub" if stub else None)
+        pages.append(Page(rel, route, title, words, hashes, stock))
     return Book(pages, str(root), kind, join_route(base, ""), problems)
 
 

@@ -2,24 +2,35 @@
 
 A chunk and its page are compared as words, not characters, so that what a chunker does to text does not read as
 a change: Markdown marks, link targets, HTML/JSX tags and ``import`` lines are dropped on both sides, case is
-folded, and only words remain (:func:`words_of`). A chunk is then a set of *shingles*, runs of
-:data:`SHINGLE` consecutive words, hashed to 64-bit integers (:func:`shingles`); a chunk cut mid-sentence, or
-overlapping its neighbour, still has nearly all its shingles in its page, and an edited sentence loses its own.
+folded, every ASCII punctuation mark reads as a space, and only words remain (:func:`clean`, :func:`pack`). A text
+is then a set of *shingles*, runs of :data:`SHINGLE` consecutive words, hashed to 64-bit integers; a chunk cut
+mid-sentence, or overlapping its neighbour, still has nearly all its shingles in its page, and an edited sentence
+loses its own.
 
 Formulas (``S(x)`` the shingle set of ``x``):
 
 - a chunk's share found in its page: ``|S(chunk) ∩ S(page)| / |S(chunk)|``;
 - a page's share covered by its chunks: ``|S(page) ∩ ∪ S(chunk)| / |S(page)|``.
+
+**Cost.** A 100,000-chunk collection holds about 12 million words, and its book as many again: words are never
+Python objects here. :func:`words` lays a batch of texts out as one buffer and finds and hashes every word with a
+few array operations (a polynomial hash of its bytes, mixed). A chunk whose words are, in order, a run of its
+page's words is recognised by one lookup and one hash of the run (:func:`run_hashes`,
+:mod:`retrieval_lib.book.findings`): every shingle of it is then in the page, at those positions, and it is not
+shingled at all.
 """
 
 from __future__ import annotations
 
 import re
 import string
+from collections.abc import Sequence
+from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SHINGLE", "words_of", "shingles", "runs", "distinct", "found_in", "found_share"]
+__all__ = ["SHINGLE", "clean", "words", "Words", "run_hashes", "position_shingles", "shingles_of", "distinct",
+           "found_in", "found_share"]
 
 #: Words per shingle: long enough that a shared shingle is the same sentence, short enough for a short chunk.
 SHINGLE = 4
@@ -27,19 +38,32 @@ _IMPORT = re.compile(r"^(?:import|export)\s.*$", re.M)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _URL = re.compile(r"https?://\S+")
-#: Every ASCII punctuation mark read as a space, on UTF-8 bytes (a table lookup a byte; other scripts' bytes are
-#: left as they are, on both sides alike).
-_PUNCTUATION = bytes.maketrans(string.punctuation.encode(), b" " * len(string.punctuation))
-# odd 64-bit multipliers of a polynomial hash over word ids, one per position in the shingle
+#: Every ASCII punctuation mark and whitespace byte read as a space, on UTF-8 bytes (a table lookup a byte; other
+#: scripts' bytes are left as they are, on both sides alike). Words are then the runs of other bytes.
+_SEPARATORS = string.punctuation.encode() + b"\t\n\r\x0b\x0c"
+#: ... and ASCII upper case read as lower case, in the same pass.
+_FOLD = bytes.maketrans(_SEPARATORS + string.ascii_uppercase.encode(),
+                        b" " * len(_SEPARATORS) + string.ascii_lowercase.encode())
+_SPACE = 32
+# odd 64-bit multipliers of a polynomial hash over word hashes, one per position in the shingle
 _MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
                  dtype=np.uint64)
+# a word's hash: sum of byte * BASE**position (mod 2**64), its length mixed in, then splitmix64's finaliser
+_BASE = np.uint64(0x100000001B3)
+_LENGTH = np.uint64(0x9E3779B97F4A7C15)
+_MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
+_INVERSE_BASE = np.uint64(pow(int(_BASE), -1, 1 << 64))
+#: The low ``k`` bytes of a 64-bit integer, ``k`` = 0..8.
+_MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
+_powers = _inverse_powers = np.ones(1, dtype=np.uint64)
 
 
-def words_of(text: str | None) -> list[bytes]:
-    """The words of a Markdown text as UTF-8 bytes, ASCII lower case: link targets, tags, URLs and ``import``
-    lines dropped, every ASCII punctuation mark read as a space (``ros2-control`` is ``ros2 control``)."""
+def clean(text: str | None) -> bytes:
+    """A Markdown text as UTF-8 bytes, ASCII lower case: link targets, tags, URLs and ``import`` lines dropped,
+    every ASCII punctuation mark and whitespace byte read as a space (``ros2-control`` is ``ros2 control``). Its
+    words are the runs of other bytes (:func:`pack` finds them)."""
     if not text:
-        return []
+        return b""
     # each pattern runs only where its mark is in the text: most chunks hold none of them
     if "](" in text:
         text = _LINK.sub(r"\1", text)
@@ -49,11 +73,95 @@ def words_of(text: str | None) -> list[bytes]:
         text = _URL.sub(" ", text)
     if "import " in text or "export " in text:
         text = _IMPORT.sub("", text)
-    return text.encode("utf-8", "replace").lower().translate(_PUNCTUATION).split()
+    return text.encode("utf-8", "replace").translate(_FOLD)
 
 
-def _hashes(words: list[bytes]) -> np.ndarray:
-    return np.fromiter(map(hash, words), dtype=np.int64, count=len(words)).view(np.uint64)
+def _power_tables(n: int) -> tuple[np.ndarray, np.ndarray]:
+    """``BASE ** k`` and ``BASE ** -k`` (mod 2**64) for ``k < n``, grown as needed and kept."""
+    global _powers, _inverse_powers
+    if _powers.size < n:
+        size = max(n, 2 * _powers.size, 1 << 16)
+        with np.errstate(over="ignore"):
+            table = np.full(size, _BASE, dtype=np.uint64)
+            table[0] = 1
+            _powers = np.cumprod(table, dtype=np.uint64)
+            table[1:] = _INVERSE_BASE
+            _inverse_powers = np.cumprod(table, dtype=np.uint64)
+    return _powers[:n], _inverse_powers[:n]
+
+
+@dataclass
+class Words:
+    """Several texts' words as 64-bit hashes, text after text: text ``i``'s are
+    ``hashes[first[i]:first[i] + count[i]]``."""
+
+    hashes: np.ndarray
+    count: np.ndarray
+
+    @property
+    def first(self) -> np.ndarray:
+        return np.cumsum(self.count) - self.count
+
+    def __len__(self) -> int:
+        return len(self.count)
+
+
+def words(texts: Sequence[str | None] | Sequence[bytes], *, cleaned: bool = False) -> Words:
+    """Every word of ``texts`` hashed (:func:`clean` first, unless ``cleaned``: then they are bytes it made).
+
+    The texts are laid out as one buffer and every word (a run of bytes other than the space) is found and hashed
+    at once: its bytes are read from the buffer eight at a time as 64-bit integers (one read for a word of up to 8
+    bytes, the most of them), each block masked to the word and mixed into the hash with splitmix64's finaliser,
+    the word's length mixed in first. No Python object is made per word.
+    """
+    raw: list[bytes] = list(texts) if cleaned else [clean(t) for t in texts]  # type: ignore[arg-type]
+    n = len(raw)
+    lengths = np.fromiter(map(len, raw), dtype=np.int64, count=n)
+    offsets = np.cumsum(lengths + 1) - (lengths + 1)
+    joined = b" ".join(raw)
+    arr = np.frombuffer(joined, dtype=np.uint8)
+    if not arr.size:
+        return Words(np.empty(0, dtype=np.uint64), np.zeros(n, dtype=np.int64))
+    letters = np.empty(arr.size + 2, dtype=bool)
+    letters[0] = letters[-1] = False
+    np.not_equal(arr, _SPACE, out=letters[1:-1])
+    edges = np.flatnonzero(letters[1:] != letters[:-1])  # a word starts at each even edge and ends at each odd one
+    starts = edges[0::2]
+    count = np.searchsorted(starts, offsets + lengths) - np.searchsorted(starts, offsets)
+    if not starts.size:
+        return Words(np.empty(0, dtype=np.uint64), count)
+    size = edges[1::2] - starts
+    # element i: the 8 bytes from byte i on (overlapping, unaligned reads of the padded buffer)
+    eight = np.ndarray((arr.size,), dtype=np.uint64, buffer=joined + bytes(8), strides=(1,))
+    with np.errstate(over="ignore"):
+        h = _mix(eight[starts] & _MASKS[np.minimum(size, 8)] ^ size.astype(np.uint64) * _LENGTH)
+        longer, block = np.flatnonzero(size > 8), 1
+        while longer.size:
+            rest = size[longer] - 8 * block
+            h[longer] = _mix(h[longer] ^ (eight[starts[longer] + 8 * block] & _MASKS[np.minimum(rest, 8)]))
+            longer, block = longer[rest > 8], block + 1
+    return Words(h, count)
+
+
+def _mix(h: np.ndarray) -> np.ndarray:
+    """splitmix64's finaliser (a bijection of 64-bit integers that spreads every bit), in place."""
+    with np.errstate(over="ignore"):
+        h ^= h >> np.uint64(30)
+        h *= _MIX1
+        h ^= h >> np.uint64(27)
+        h *= _MIX2
+        h ^= h >> np.uint64(31)
+    return h
+
+
+def run_hashes(hashes: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
+    """One 64-bit hash per run of word hashes ``hashes[starts[i]:starts[i] + lengths[i]]``, equal for equal runs
+    wherever they sit (``Σ h_j · BASE^j`` from the prefix sums)."""
+    powers, inverse = _power_tables(hashes.size + 1)
+    prefix = np.zeros(hashes.size + 1, dtype=np.uint64)
+    with np.errstate(over="ignore"):
+        np.cumsum(hashes * powers[:hashes.size], out=prefix[1:])
+        return (prefix[starts + lengths] - prefix[starts]) * inverse[starts]
 
 
 def _rolling(ids: np.ndarray, k: int) -> np.ndarray:
@@ -65,47 +173,40 @@ def _rolling(ids: np.ndarray, k: int) -> np.ndarray:
     return h
 
 
-def runs(texts: list[list[bytes]]) -> tuple[np.ndarray, np.ndarray]:
-    """The :data:`SHINGLE`-word shingles of several word lists at once: (hashes, index of the list each came
-    from), in order; a list shorter than a shingle gives none (its words are too few to judge)."""
-    lengths = np.fromiter(map(len, texts), dtype=np.int64, count=len(texts))
-    total = int(lengths.sum())
-    if total < SHINGLE:
+def shingles_of(hashes: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """The :data:`SHINGLE`-word shingles of the runs ``hashes[starts[i]:starts[i] + lengths[i]]``, each at least
+    :data:`SHINGLE` long: (hashes, index of the run each came from), in order."""
+    if not starts.size:
         return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.int64)
-    ids = np.fromiter(map(hash, (w for t in texts for w in t)), dtype=np.int64, count=total).view(np.uint64)
-    h = _rolling(ids, SHINGLE)
-    owner = np.repeat(np.arange(len(texts)), lengths)[: len(h)]
-    valid = np.ones(len(h), dtype=bool)
-    ends = np.cumsum(lengths)
-    for back in range(1, SHINGLE):  # the last SHINGLE-1 starts of each list run into the next one
-        at = ends - back
-        valid[at[(at >= 0) & (at < len(h))]] = False
-    return h[valid], owner[valid]
+    at = _rolling(hashes, SHINGLE)
+    per = lengths - SHINGLE + 1
+    owner = np.repeat(np.arange(starts.size), per)
+    index = np.repeat(starts - (np.cumsum(per) - per), per) + np.arange(int(per.sum()))
+    return at[index], owner
 
 
-def shingles(words: list[bytes], *, unique: bool = True) -> np.ndarray:
-    """The 64-bit hashes of a word list's :data:`SHINGLE`-word runs (sorted and distinct unless ``unique`` is
-    False: then in text order, one per position); a text shorter than a shingle is one shingle of all its words
-    (none when it has no word). Hashes are only comparable within one process (Python's ``hash`` of a word)."""
-    if not words:
+def position_shingles(word_hashes: np.ndarray) -> np.ndarray:
+    """One text's shingle at each word position, in text order (``len - SHINGLE + 1`` of them); a text shorter than
+    a shingle is one shingle of all its words (none when it has no word)."""
+    if word_hashes.size == 0:
         return np.empty(0, dtype=np.uint64)
-    h = _rolling(_hashes(words), min(SHINGLE, len(words)))
-    return distinct(h) if unique else h
+    return _rolling(word_hashes, min(SHINGLE, len(word_hashes)))
 
 
-def distinct(values: np.ndarray) -> np.ndarray:
-    """Sorted distinct values (a sort and a compare: cheaper than :func:`numpy.unique` on small arrays)."""
-    ordered = np.sort(values)
-    if ordered.size < 2:
-        return ordered
-    keep = np.empty(ordered.size, dtype=bool)
+def distinct(values: np.ndarray, *, ordered: bool = False) -> np.ndarray:
+    """Sorted distinct values (a sort and a compare: cheaper than :func:`numpy.unique` on small arrays);
+    ``ordered``: ``values`` are sorted already."""
+    out = values if ordered else np.sort(values)
+    if out.size < 2:
+        return out
+    keep = np.empty(out.size, dtype=bool)
     keep[0] = True
-    np.not_equal(ordered[1:], ordered[:-1], out=keep[1:])
-    return ordered[keep]
+    np.not_equal(out[1:], out[:-1], out=keep[1:])
+    return out[keep]
 
 
 def found_in(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
-    """For each of ``values``, whether it is in ``sorted_set`` (sorted, distinct: :func:`shingles`): a binary
+    """For each of ``values``, whether it is in ``sorted_set`` (sorted, distinct: :func:`distinct`): a binary
     search each, cheaper than :func:`numpy.isin`'s sort of both when the set is reused."""
     if sorted_set.size == 0:
         return np.zeros(values.shape, dtype=bool)

@@ -1,81 +1,27 @@
-"""Checks: one module per question a notebook asks of a collection (or of a service).
+"""Checks: one module per notebook, named like it, in the folder of its family.
 
-Every check has the same two steps: a ``measure``-like function that reads the collection (or the service)
-and returns a result object, and ``record(report, result, ...)``, which turns it into gates, findings, metrics
-and figures on a :class:`~retrieval_lib.workbook.NotebookReport`. The registry
-(:mod:`retrieval_lib.workbook.registry`) says which notebook calls which module.
+================ ===================================================================================================
+``collection``   the collection's own soundness, read from it: what it holds (00), health (07), the embedding
+                 contract (09), reachability (10), ANN recall (11), chunk quality (12), the book (16)
+``retrieval``    do questions bring back the right chunks: query (01), score distributions (02), source coverage
+                 (03), the golden set (05), judgments (13), the chatbot's retriever side by side (15)
+``stability``    the same answers every time, and how fast: consistency (04), latency (06)
+``service``      does a retrieval API behave as seed 003 says (08)
+``comparison``   did retrieval get worse than a baseline run (14)
+================ ===================================================================================================
 
-===================== ===================================================================================
-``holdings``          what the collection holds: payload keys, the mapping, the model, chunk lengths (00)
-``query``             does a question bring back ranked chunks with full metadata; are top_k and the
-                      similarity threshold honoured (01)
-``scores``            where do in-domain and out-of-domain top-1 scores fall (02); ``thresholds``: which
-                      threshold separates them
-``coverage``          can every source file be reached by a query (03); ``topics``: do topic queries (the profile's
-                      primary query, or a drafted topics file) land in their section
-``consistency``       does the same query always return the same ranking (04); ``languages``: do questions in
-                      other languages find what their English originals find
-``golden``            do the golden queries find their pages, and do the negatives stay below the bar (05)
-``latency``           how fast is one search, p50/p95, sequential and concurrent (06)
-``health``            is every point's metadata complete, unique and from one model (07)
-``api``               does a seed-003 retrieval API behave as its specification says (08; a sub-package)
-``contract``          do the stored vectors still match what the configured embedder makes of their text (09);
-                      ``contract_sample`` picks the points, ``contract_diagnosis`` names the cause
-``reachability``      which chunks no other chunk retrieves, which crowd every answer (10); ``offtopic``:
-                      which files are far from the rest; ``reach_report``: its tables, figures and gates
-``ann``               does the HNSW index return what exact search would (11)
-``chunks``            can the model read every chunk, and do fragments win (12)
-``judged``            are the top results relevant, as a person judged them (13)
-``book``              does the collection hold the book as it is now: pages never ingested, gone, changed, thin,
-                      near-duplicate chunks (16)
-``compare``           did retrieval get worse than a baseline run (14); ``compare_stats``: the paired tests;
-                      ``compare_views``: its tables, figures and record
-``side_by_side``      does the team's retriever (their chatbot's endpoint or function) retrieve what the
-                      collection holds (15); ``side_by_side_pairs``: its pieces; ``side_by_side_causes``: the
-                      named causes of a difference; ``side_by_side_views``: its tables and figures
-===================== ===================================================================================
+Every check keeps one contract (:mod:`retrieval_lib.workbook.check`): ``run(ctx, **params)`` returns a result that
+records its gates, findings, metrics and figures and gives its tables. The registry
+(:mod:`retrieval_lib.workbook.registry`) names each notebook's family, so its check is one hop away
+(``NotebookSpec.module``), and ``python -m retrieval_lib check NAME`` runs it alone.
 
 Every gate a check records is defined once in ``gates`` (its stable id, label, parameter and doc text;
-``docs/gates.md`` is generated from it by ``gate_docs``).
+``docs/gates.md`` is generated from it by ``gate_docs``). ``intervals``: the Wilson interval of a proportion, which
+checks of several families put on their shares.
 
-Checks use the layers below them (search, stores, embedding, workbook, judging); nothing below imports a
-check. Notebooks import them as ``from retrieval_lib.checks import coverage``.
+Checks use the layers below them (search, stores, embedding, workbook, judging); nothing below imports a check.
+Nothing is imported here: a notebook loads only the check it runs
+(``from retrieval_lib.checks.collection import chunk_quality``).
 """
 
-from retrieval_lib.checks import (
-    ann,
-    api,
-    book,
-    chunks,
-    compare,
-    compare_stats,
-    compare_views,
-    consistency,
-    contract,
-    contract_diagnosis,
-    contract_sample,
-    coverage,
-    golden,
-    health,
-    holdings,
-    judged,
-    languages,
-    latency,
-    offtopic,
-    query,
-    reach_report,
-    reachability,
-    scores,
-    side_by_side,
-    side_by_side_causes,
-    side_by_side_pairs,
-    side_by_side_views,
-    thresholds,
-    topics,
-)
-
-__all__ = ["ann", "api", "book", "chunks", "compare", "compare_stats", "compare_views", "consistency", "contract",
-           "contract_diagnosis", "contract_sample", "coverage", "golden", "health", "holdings", "judged", "languages",
-           "latency",
-           "offtopic", "query", "reach_report", "reachability", "scores", "thresholds", "topics",
-           "side_by_side", "side_by_side_causes", "side_by_side_pairs", "side_by_side_views"]
+__all__: list[str] = []

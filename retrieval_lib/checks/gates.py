@@ -1,6 +1,6 @@
 """Every gate of every check, defined once: id, label, parameter, what it means and what to do when it fails.
 
-A check records its gates through these definitions (``golden.py``: ``GOLDEN_PASSES.record(report, ...)``), and
+A check records its gates through these definitions (``golden_set.py``: ``GOLDEN_PASSES.record(report, ...)``), and
 ``docs/gates.md`` is generated from them (:mod:`retrieval_lib.checks.gate_docs`), so a gate's wording and its id
 are written here and nowhere else. Ids are ``"<check>.<what>"`` and never hold a threshold
 (:mod:`retrieval_lib.workbook.gates`); a gate emitted once per item (per topic, per concurrency level) has
@@ -64,7 +64,7 @@ COVERAGE_TOPICS = GateDef(
     "coverage.topics", "{topics} topic queries land in their own section", ("source_coverage",),
     "a topics file's (drafted or reviewed) queries find their sections: the mean share of each top k under its prefix",
     "topics whose prefix is not how your sources are named, or sections the model cannot tell apart; the findings name "
-    "the lowest topic", parameter="min_primary_share")
+    "the lowest topic", parameter="min_primary_share", unjudged_label="topic queries land in their own section")
 
 # ---------------------------------------------------------------- 04 consistency
 _SAME = ("the same query gives the same ids in the same order, scores within `score_tolerance` (seed 000 SC-004)")
@@ -81,7 +81,7 @@ CONSISTENCY_SEARCH_MANY = GateDef(
 CONSISTENCY_PHASE = GateDef(
     "consistency.phase", "identical: {phase}", ("consistency",),
     "any other phase a caller adds gives the first run's answers", _NONDETERMINISTIC, per="phase")
-#: The gate each standard phase of :func:`retrieval_lib.checks.consistency.phase_runs` answers.
+#: The gate each standard phase of :func:`retrieval_lib.checks.stability.consistency.phase_runs` answers.
 CONSISTENCY_PHASES = {"repeat": CONSISTENCY_REPEATS, "fresh client": CONSISTENCY_FRESH_CLIENT,
                       "search_many": CONSISTENCY_SEARCH_MANY}
 LANGUAGES_CROSS_LINGUAL = GateDef(
@@ -255,6 +255,83 @@ COMPARE_REGRESSION = GateDef(
     "complete run)", "read the worse queries side by side; if the change is intended, make this run the new baseline "
     "([Comparing two runs](reports.md#did-retrieval-get-worse-comparing-two-runs-notebook-14-compare))",
     parameter="min_effect")
+
+# ---------------------------------------------------------------- 15 side by side (a team's retriever: retriever:)
+SIDE_BY_SIDE_ERRORS = GateDef(
+    "side_by_side.errors", "the retriever answers every question without an error", ("side_by_side",),
+    "every golden question asked of the profile's `retriever:` got an answer; a failure is counted with its status "
+    "or exception and the first message (secrets redacted), never taken for an empty answer",
+    "the endpoint down or at another URL, a 4xx/5xx, an answer that is not JSON, a function that raises, hangs past "
+    "`timeout_s` or exits: make it answer every question (`python -m retrieval_lib retriever --params P` probes it)")
+SIDE_BY_SIDE_HIT_RATE = GateDef(
+    "side_by_side.hit_rate", "the retriever finds the golden pages as often as the collection (paired test)",
+    ("side_by_side",),
+    "hit@k through the retriever is not significantly lower than through the collection's own search (the paired "
+    "t-test of compare, at `compare_alpha`)",
+    "read the named causes below it: each says what in the retriever's code differs from the collection's own search")
+SIDE_BY_SIDE_COMPLETE_ANSWERS = GateDef(
+    "side_by_side.complete_answers",
+    "the retriever returns as many results as asked where the collection has them", ("side_by_side",),
+    "no empty or cut answer where the collection returns `top_k` results; the evidence gives the score where the "
+    "answers stop",
+    "a similarity threshold or a limit in the retriever's code (a threshold copied from another model's tutorial): "
+    "lower it below the scores shown, or pass top_k through as the limit")
+SIDE_BY_SIDE_TEXT_AND_SOURCE = GateDef(
+    "side_by_side.text_and_source", "every result carries its text and its source", ("side_by_side",),
+    "no result with an empty or missing text or source",
+    "the retriever's reader asks the payload for a key the ingest never wrote: read the key the evidence names (the "
+    "one the collection holds), or map `fields` to it")
+SIDE_BY_SIDE_QUERY_EMBEDDING = GateDef(
+    "side_by_side.query_embedding", "the retriever embeds questions as the collection's queries", ("side_by_side",),
+    "where the retriever returns scores and chunk ids of this collection, its scores match the cosine of the question "
+    "embedded as a query (not as a document, not by another model)",
+    "embed the question as a query with the model that embedded the documents (Cohere input_type='search_query', "
+    "e5's 'query: ' prefix, the same model name)")
+SIDE_BY_SIDE_SOURCES = GateDef(
+    "side_by_side.sources", "the retriever answers from every source the collection answers from", ("side_by_side",),
+    "the retriever's results come from the sources the collection's own answers come from, not a subset",
+    "a filter in the retriever (a chapter, a module, a source): drop it or make it depend on the question")
+#: Recorded by every query notebook whose questions went to a team's retriever (NotebookRun.finish).
+RETRIEVER_ANSWERED = GateDef(
+    "retriever.answered", "the chatbot's retriever answered every question",
+    ("query", "score_distributions", "source_coverage", "consistency", "golden_set", "latency", "judgments",
+     "side_by_side", "book"),
+    "every question the notebook asked the profile's `retriever:` got an answer (failures by kind, the first one "
+    "in one line)",
+    "see the first error: start the endpoint, fix the URL, the function or the mapping "
+    "(`python -m retrieval_lib retriever --params P` probes it)")
+
+# ---------------------------------------------------------------- 16 book (the book is the source of truth)
+BOOK_MISSING = GateDef(
+    "book.missing", "pages never ingested", ("book",),
+    "at most `max_missing_pages` of the book's own pages have no chunk (site generators' stock pages and \"Coming "
+    "soon\" stubs are listed apart and not counted)",
+    "the ingest skipped them: its glob (`.mdx`?), the folders it walks, a sitemap that lists half the site, pages "
+    "that failed to parse; the table ranks them by words", parameter="max_missing_pages")
+BOOK_GONE = GateDef(
+    "book.gone", "sources gone from the book", ("book",),
+    "at most `max_gone_sources` of the collection's sources name no page of the book (renamed or deleted since the "
+    "ingest); each is listed with its chunks and the golden or drafted queries that still retrieve them",
+    "re-ingest, deleting the old pages' chunks: they still answer with text the book no longer holds; a source the "
+    "mapping misread shows a hint (another base path: set `book_base_url` / `book_route_base`)",
+    parameter="max_gone_sources")
+BOOK_CHANGED = GateDef(
+    "book.changed", "pages changed since the ingest", ("book",),
+    "no page has more than `changed_max_share` of its chunks no longer found in it (a chunk is stale when fewer "
+    "than half its 4-word shingles are in the page)",
+    "the page was edited after the ingest: re-ingest it, or its chunks answer with the old text",
+    parameter="changed_max_share")
+BOOK_THIN = GateDef(
+    "book.thin", "thin ingest", ("book",),
+    "every unchanged ingested page has at least `thin_min_coverage` of its shingles in its chunks",
+    "the ingest cut these pages short: a size limit, a parser that stops at a table, a code block or MDX; the table "
+    "gives chunks per 1,000 words", parameter="thin_min_coverage")
+BOOK_NEAR_DUPLICATES = GateDef(
+    "book.near_duplicates", "near-duplicate chunks' share of top-k places", ("book",),
+    "pairs at cosine >= `near_duplicate_cosine` from different pages, or far apart in one, take at most "
+    "`max_near_duplicate_share` of the neighbour lists' top-k places",
+    "the same text under two pages or URLs, copied boilerplate: drop one copy, or de-duplicate at ingest",
+    parameter="max_near_duplicate_share")
 
 #: Every gate, in notebook order.
 GATES: tuple[GateDef, ...] = tuple(v for v in dict(globals()).values() if isinstance(v, GateDef))

@@ -36,6 +36,7 @@ from dataclasses import dataclass
 from typing import Any, ClassVar, Protocol, runtime_checkable
 from urllib.parse import urlsplit
 
+from retrieval_lib.config import PROVIDER_DEFAULTS
 from retrieval_lib.errors import (
     AuthenticationError,
     BadEmbeddingResponseError,
@@ -58,6 +59,8 @@ class Embedder(Protocol):
     provider: str
     model: str
     dimension: int
+    #: tokens of one input the model reads (the rest is cut off): what chunk lengths are measured against
+    max_tokens: int
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
         """Vectors for search queries, in input order."""
@@ -88,23 +91,28 @@ class ProviderInfo:
     hosts: tuple[str, ...] = ()
 
 
+def _variables(provider: str) -> tuple[str, ...]:
+    """The variables ``provider`` reads, from :data:`~retrieval_lib.config.PROVIDER_DEFAULTS` (written there once)."""
+    d = PROVIDER_DEFAULTS[provider]
+    if not d.key_variables:
+        return ("EMBEDDING_MODEL",)
+    return (*d.key_variables, *filter(None, [d.base_url_variable]), "EMBEDDING_MODEL", "EMBEDDING_DIMENSIONS",
+            "EMBEDDING_BATCH_SIZE")
+
+
 PROVIDERS: dict[str, ProviderInfo] = {
-    "local": ProviderInfo("local", 64, 256, False, ("document", "query"), ("EMBEDDING_MODEL",)),
+    "local": ProviderInfo("local", 64, 256, False, ("document", "query"), _variables("local")),
     "sentence-transformers": ProviderInfo("sentence-transformers", 64, 512, False, ("document", "query"),
-                                          ("EMBEDDING_MODEL",)),
-    "e5": ProviderInfo("e5", 64, 512, False, ("passage", "query"), ("EMBEDDING_MODEL",)),
+                                          _variables("sentence-transformers")),
+    "e5": ProviderInfo("e5", 64, 512, False, ("passage", "query"), _variables("e5")),
     "cohere": ProviderInfo("cohere", 96, 512, True,
                            ("search_document", "search_query", "classification", "clustering"),
-                           ("COHERE_API_KEY", "COHERE_BASE_URL", "EMBEDDING_MODEL", "EMBEDDING_DIMENSIONS",
-                            "EMBEDDING_BATCH_SIZE"), ("api.cohere.com", "api.cohere.ai")),
-    "openai": ProviderInfo("openai", 2048, 8191, True, ("none",),
-                           ("OPENAI_API_KEY", "OPENAI_BASE_URL", "EMBEDDING_MODEL", "EMBEDDING_DIMENSIONS",
-                            "EMBEDDING_BATCH_SIZE"), ("api.openai.com",)),
+                           _variables("cohere"), ("api.cohere.com", "api.cohere.ai")),
+    "openai": ProviderInfo("openai", 2048, 8191, True, ("none",), _variables("openai"), ("api.openai.com",)),
     "gemini": ProviderInfo("gemini", 100, 2048, True,
                            ("RETRIEVAL_DOCUMENT", "RETRIEVAL_QUERY", "SEMANTIC_SIMILARITY", "CLASSIFICATION",
                             "CLUSTERING"),
-                           ("GEMINI_API_KEY", "GOOGLE_API_KEY", "GEMINI_BASE_URL", "EMBEDDING_MODEL",
-                            "EMBEDDING_DIMENSIONS", "EMBEDDING_BATCH_SIZE"), ("generativelanguage.googleapis.com",)),
+                           _variables("gemini"), ("generativelanguage.googleapis.com",)),
 }
 
 

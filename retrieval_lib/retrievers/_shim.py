@@ -128,7 +128,12 @@ def main():
             if inspect.isawaitable(result):
                 result = asyncio.run(_await(result))
             call_ms = (time.perf_counter() - started) * 1000
-            send({"ok": plain(result), "call_ms": call_ms})
+            try:  # plain JSON data (the usual answer) goes as it is; anything else is made JSON-safe first
+                line = json.dumps({"ok": result, "call_ms": call_ms}, allow_nan=False)
+            except (TypeError, ValueError):
+                line = json.dumps({"ok": plain(result), "call_ms": call_ms}, allow_nan=False)
+            channel.write(line + "\n")
+            channel.flush()
         except Exception as err:  # noqa: BLE001 - a raise answers this question, the next one still runs
             send({"error": _first_line(err).partition(": ")[2] or "(no message)", "type": type(err).__name__})
     return 0

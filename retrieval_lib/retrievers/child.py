@@ -160,9 +160,12 @@ class PythonRetriever(MappedRetriever):
             return self._call_locked(query, top_k)
 
     def _call_locked(self, query: str, top_k: int) -> Any:
+        self.start_ms = 0.0
         if self._proc is None or self._proc.poll() is not None:
             self._stop()
+            started = time.perf_counter()
             self._start()
+            self.start_ms = (time.perf_counter() - started) * 1000
         assert self._proc is not None and self._proc.stdin is not None
         try:
             self._proc.stdin.write((json.dumps({"query": query, "top_k": top_k}) + "\n").encode("utf-8"))

@@ -88,6 +88,44 @@ def _number(value: Any) -> float | None:
         return None
 
 
+def _is_false(value: Any) -> bool:
+    """JMESPath's falsehood (what ``||`` skips): empty string, list, object, null, false; never 0."""
+    return value is None or value is False or (isinstance(value, (str, list, dict)) and not value)
+
+
+def _direct(node: Mapping[str, Any]) -> Any:
+    """A Python function giving what JMESPath's interpreter gives for the parsed expression ``node``, when it is
+    made only of keys (``text``, ``metadata.url``, ``a || b``, ``@``), else None (the interpreter then runs).
+
+    A mapping reads 5 to 7 keys of every result of every answer: through the interpreter that was most of the
+    adapter's own cost per question (benchmarks/bench_retriever.py); the expressions stay JMESPath, parsed by it.
+    """
+    kind, children = node.get("type"), node.get("children") or []
+    if kind == "current":
+        return lambda value: value
+    if kind == "field":
+        key = node["value"]
+        return lambda value: value.get(key) if isinstance(value, dict) else None
+    if kind in ("subexpression", "or_expression"):
+        parts = [_direct(child) for child in children]
+        if not parts or any(p is None for p in parts):
+            return None
+        if kind == "or_expression":
+            left, right = parts
+
+            def either(value: Any) -> Any:
+                found = left(value)
+                return right(value) if _is_false(found) else found
+            return either
+
+        def chain(value: Any) -> Any:
+            for part in parts:
+                value = part(value)
+            return value
+        return chain
+    return None
+
+
 @dataclass(frozen=True)
 class ResultMapping:
     """A compiled ``results`` path and ``fields`` mapping (workbook name -> JMESPath inside one result)."""
@@ -103,6 +141,9 @@ class ResultMapping:
             raise ConfigurationError(f"retriever: an invalid JMESPath expression ({err}); see docs/retrievers.md",
                                      variable="RETRIEVER_SPEC") from None
         object.__setattr__(self, "_compiled", compiled)
+        # the same expressions as plain functions where they are only keys (JMESPath's parse, its semantics)
+        getters = {name: _direct(expr.parsed) or expr.search for name, expr in compiled.items()}
+        object.__setattr__(self, "_getters", getters)
 
     def result_list(self, answer: Any) -> list[Any]:
         """The list of results in ``answer``.
@@ -110,7 +151,7 @@ class ResultMapping:
         Raises:
             NoResultsList: the path finds nothing, or not a list (the message names what is there).
         """
-        found = self._compiled["results"].search(answer)  # type: ignore[attr-defined]
+        found = self._getters["results"](answer)  # type: ignore[attr-defined]
         if isinstance(found, list):
             return found
         what = "nothing" if found is None else _keys_of(found)
@@ -120,9 +161,9 @@ class ResultMapping:
     def hits(self, answer: Any, top_k: int) -> list[Hit]:
         """The answer's results as :class:`Hit` s, at most ``top_k``, ranked as given."""
         out = []
+        getters = [(name, self._getters[name]) for name in self.fields]  # type: ignore[attr-defined]
         for rank, item in enumerate(self.result_list(answer)[:top_k], start=1):
-            values = {name: self._compiled[name].search(item)  # type: ignore[attr-defined]
-                      for name in self.fields}
+            values = {name: get(item) for name, get in getters}
             out.append(Hit(rank=rank, content=_text(values.get("content")), source_url=_text(values.get("source_url")),
                            source_file=_text(values.get("source_file")), score=_number(values.get("score")),
                            chunk_id=_text(values.get("chunk_id")), title=_text(values.get("title"))))

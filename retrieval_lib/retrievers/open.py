@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -19,7 +19,10 @@ from retrieval_lib.retrievers.http import HttpRetriever
 from retrieval_lib.retrievers.spec import RetrieverSpec, redact
 from retrieval_lib.search import Retriever
 
-__all__ = ["parse_spec", "open_retriever", "probe_retriever", "ProbeReport"]
+__all__ = ["parse_spec", "team_retriever", "open_retriever", "probe_retriever", "ProbeReport", "PROBE_TRIES"]
+
+#: Questions a probe asks at most, in turn, while the answers are empty.
+PROBE_TRIES = 4
 
 
 def parse_spec(spec: RetrieverSpec | Mapping[str, Any] | str | None, *, where: str = "RETRIEVER_SPEC",
@@ -60,6 +63,28 @@ def parse_spec(spec: RetrieverSpec | Mapping[str, Any] | str | None, *, where: s
                               path=profile, key=f"retriever.{key}") from None
         raise ConfigurationError(f"{where}: retriever.{key}: {first.get('msg')} (see docs/retrievers.md)",
                                  variable=where) from None
+
+
+def team_retriever(*sources: Settings | Mapping[str, Any] | None) -> RetrieverSpec | None:
+    """The team's retriever a run asks, or None when the collection answers the questions itself: the one rule for
+    "a team retriever is configured", which the plan (notebook 15's queries) and the kernel both read.
+
+    Each source is a profile's values (its ``retriever:`` key) or :class:`~retrieval_lib.config.Settings` (its
+    ``retriever``: ``RETRIEVER_SPEC`` from the environment or ``.env``, which ``run --params P`` sets from the
+    profile's ``retriever:``). The first source that names a retriever decides, ``kind: collection`` included (a
+    profile that says the collection is not overridden by the environment); None and empty ones are skipped.
+
+    Raises:
+        ConfigurationError: the retriever named is not a valid one (the message names the key and what to write).
+    """
+    for source in sources:
+        if source is None:
+            continue
+        value = source.get("retriever") if isinstance(source, Mapping) else getattr(source, "retriever", None)
+        if value:
+            spec = parse_spec(value)
+            return None if spec.kind == "collection" else spec
+    return None
 
 
 def open_retriever(spec: RetrieverSpec | Mapping[str, Any] | str | None, *, settings: Settings | None = None,
@@ -119,8 +144,14 @@ class ProbeReport:
         return out
 
 
-def probe_retriever(spec: RetrieverSpec | Mapping[str, Any] | str, question: str, *, top_k: int = 5) -> ProbeReport:
+def probe_retriever(spec: RetrieverSpec | Mapping[str, Any] | str, question: str, *, top_k: int = 5,
+                    more: Sequence[str] = ()) -> ProbeReport:
     """Ask ``question`` once, infer ``results``/``fields`` from the raw answer where the spec leaves them out.
+
+    An empty answer holds nothing to read the mapping from: each of ``more`` (at most :data:`PROBE_TRIES` questions
+    in all) is then asked in turn until one is answered with results; the report's ``question`` is the one that was.
+    Empty answers to several questions about the book are named as such: a threshold or a filter in the
+    retriever is the usual cause.
 
     A failure (unreachable, timeout, an HTTP error, no list in the answer...) is in the report's ``error``, one
     line with secrets redacted, never raised.
@@ -135,26 +166,38 @@ def probe_retriever(spec: RetrieverSpec | Mapping[str, Any] | str, question: str
                                  variable="RETRIEVER_SPEC")
     retriever: MappedRetriever = HttpRetriever(parsed) if parsed.kind == "http" else PythonRetriever(parsed)
     report = ProbeReport(question=question, describe=retriever.describe())
+    asked: list[str] = []
     try:
-        answer = retriever.ask(question, top_k)
-        # what the team's service echoes back (a debug field with its headers ...) is shown without our secrets
-        report.raw = json.loads(redact(json.dumps(retriever.last_raw), retriever._secrets))
-        if answer.error:
-            report.error, report.error_kind = answer.error, answer.error_kind
-            return report
+        for text in list(dict.fromkeys([question, *more]))[:PROBE_TRIES]:
+            asked.append(text)
+            report.question = text
+            answer = retriever.ask(text, top_k)
+            # what the team's service echoes back (a debug field with its headers ...) is shown without our secrets
+            report.raw = json.loads(redact(json.dumps(retriever.last_raw), retriever._secrets))
+            if answer.error:
+                report.error, report.error_kind = answer.error, answer.error_kind
+                return report
+            if retriever.mapping is not None:
+                break
         mapping = retriever.mapping
-        if mapping is None:  # an empty answer: nothing to infer the mapping from
-            report.error, report.error_kind = (f"the retriever answered {question!r} with no results, so there is "
-                                               "nothing to read the mapping from: probe with another --question"), \
+        if mapping is None:  # only empty answers: nothing to infer the mapping from
+            report.question = asked[0]
+            which = (f"{asked[0]!r}" if len(asked) == 1 else
+                     f"all {len(asked)} questions tried ({', '.join(repr(q) for q in asked)})")
+            report.error, report.error_kind = (
+                f"the retriever answered {which} with no results, so there is nothing to read the mapping from: "
+                "probe with a question its book answers (--question)"
+                + ("; if those are such questions, its empty answers are themselves a finding (a similarity "
+                   "threshold or a filter in its code; notebook 15 names it)" if len(asked) > 1 else "")), \
                 "empty answer"
             return report
         report.results, report.fields = mapping.results, dict(mapping.fields)
         report.evidence = list(retriever.mapping_evidence) or ["the profile gives results and fields"]
+        if len(asked) > 1:
+            report.evidence.insert(0, f"{len(asked) - 1} question(s) answered with no results first: "
+                                      + ", ".join(repr(q) for q in asked[:-1]))
         report.hits = [h.model_dump() for h in answer.hits]
         report.spec = parsed.model_copy(update={"results": mapping.results, "fields": dict(mapping.fields)}).public()
     finally:
         retriever.close()
     return report
-
-
-

@@ -10,7 +10,7 @@
 - :mod:`.server` and :mod:`.protocol`: running it with uvicorn, with the header timeout and limits.
 
 The metadata database is :mod:`retrieval_lib.stores.metadata`; checking ANY seed-003 service by its URL
-(notebook 08) is :mod:`retrieval_lib.checks.api`. The family imports the core only (never ``checks`` or
+(notebook 08) is :mod:`retrieval_lib.checks.service.api`. The family imports the core only (never ``checks`` or
 ``ingest``); the CLI wires it to ``ingest``.
 """
 

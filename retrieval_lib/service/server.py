@@ -1,7 +1,7 @@
 """Running the service: :func:`serve`, what ``python -m retrieval_lib serve`` does.
 
 The service as a child process on a free loopback port (for notebook 08 and the tests) is
-:mod:`retrieval_lib.checks.api.target`.
+:mod:`retrieval_lib.checks.service._target`.
 """
 
 from __future__ import annotations

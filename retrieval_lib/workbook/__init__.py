@@ -11,10 +11,11 @@
   specification code means.
 """
 
+from retrieval_lib.workbook.check import show
 from retrieval_lib.workbook.frames import result_fields, results_frame
 from retrieval_lib.workbook.registry import NOTEBOOKS, NotebookSpec, notebook_spec
 from retrieval_lib.workbook.report import Gate, NotebookReport, NotebookRun, open_run
 from retrieval_lib.workbook.runner import RunResult, list_notebooks, load_profile, run_workbook
 
-__all__ = ["open_run", "NotebookRun", "NotebookReport", "Gate", "results_frame", "result_fields", "run_workbook",
-           "list_notebooks", "load_profile", "RunResult", "NOTEBOOKS", "NotebookSpec", "notebook_spec"]
+__all__ = ["open_run", "show", "NotebookRun", "NotebookReport", "Gate", "results_frame", "result_fields",
+           "run_workbook", "list_notebooks", "load_profile", "RunResult", "NOTEBOOKS", "NotebookSpec", "notebook_spec"]

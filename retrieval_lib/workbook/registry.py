@@ -1,9 +1,10 @@
 """The notebooks of the workbook, each described once.
 
-A record says what a notebook is for (its question and the specification codes it answers), which check
-modules it calls, the parameters its ``parameters`` cell declares, whether it measures the embedding service
-itself (and so never reads the run's query cache), the CLI command that runs the same check alone, and what
-it will ask of the embedding service (:attr:`NotebookSpec.plan`, which ``plan`` and the run's prefetch read).
+A record says what a notebook is for (its question and the specification codes it answers), the family of its
+check (the check is the module named like the notebook in that folder of :mod:`retrieval_lib.checks`), the
+parameters its ``parameters`` cell declares, whether it measures the embedding service itself (and so never reads
+the run's query cache), the CLI command that runs the same check alone, and what it will ask of the embedding
+service (:attr:`NotebookSpec.plan`, which ``plan`` and the run's prefetch read).
 
 Adding a notebook means adding a record here and the notebook file; ``tests/test_registry.py`` checks that
 every numbered notebook on disk has a record, every record a notebook, and that a record's parameters are the
@@ -19,6 +20,7 @@ from typing import Any, Protocol
 from retrieval_lib.collection.inspect import MODEL_SAMPLE
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.params import load_topics
+from retrieval_lib.retrievers import team_retriever
 
 __all__ = ["NotebookSpec", "NotebookPlan", "PlanInputs", "NOTEBOOKS", "notebook_spec", "spec_for_stem"]
 
@@ -78,21 +80,28 @@ class NotebookSpec:
             number, ``number`` the number.
         question: the question it answers (its report's title).
         codes: the specification codes it answers (see :mod:`retrieval_lib.workbook.specs`).
-        checks: the modules of :mod:`retrieval_lib.checks` it calls.
         params: the parameters its ``parameters`` cell declares (``run_dir`` included).
         bypass: why it measures the embedding service itself, when it does: it then never reads the run's cache.
         command: the CLI command that runs the same check alone, if any.
         plan: fills in its :class:`NotebookPlan` from its parameter values.
+        family: the folder of :mod:`retrieval_lib.checks` its check lives in (``"collection"``): its check is the
+            module named like the notebook there (:attr:`module`), with one entry ``run(ctx, **params)``
+            (:mod:`retrieval_lib.workbook.check`), which ``python -m retrieval_lib check NAME`` runs alone.
     """
 
     stem: str
     question: str
     codes: tuple[str, ...]
-    checks: tuple[str, ...]
     params: tuple[str, ...]
     bypass: str | None = None
     command: str | None = None
     plan: PlanFn = _nothing
+    family: str = ""
+
+    @property
+    def module(self) -> str:
+        """Its check's module (``"retrieval_lib.checks.collection.chunk_quality"``), or "" when it has none."""
+        return f"retrieval_lib.checks.{self.family}.{self.name}" if self.family else ""
 
     @property
     def number(self) -> str:
@@ -174,10 +183,19 @@ def _plan_chunks(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
                                    + x.headings(int(v["headings_per_file"])) + list(v.get("queries") or [])))
 
 
+def _plan_book(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
+    if v.get("golden_set"):
+        n.queries = x.golden(v["golden_set"], negatives=False)
+        n.formula = "no embedding of its own"
+        n.conditional = ("the golden and extra queries (05's, prefetched: the run's cache answers them), asked only "
+                         "when a source is gone from the book: do they still retrieve its chunks?")
+
+
 def _plan_side_by_side(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> None:
-    retriever = v.get("retriever")
-    if not isinstance(retriever, Mapping) or retriever.get("kind", "collection") == "collection":
-        n.formula = "no retriever of the team's in the profile: nothing to compare, nothing asked"
+    # the kernel's rule (retrievers.team_retriever): plan_run puts RETRIEVER_SPEC in `retriever` when the profile
+    # names none
+    if team_retriever(v) is None:
+        n.formula = "no retriever of the team's (profile or RETRIEVER_SPEC): nothing to compare, nothing asked"
         return
     n.queries = x.golden(v["golden_set"], negatives=False)
     n.formula = "the golden and extra queries, each asked of the collection once (the team's retriever embeds its own)"
@@ -193,95 +211,98 @@ def _plan_judgments(n: NotebookPlan, v: Mapping[str, Any], x: PlanInputs) -> Non
 
 NOTEBOOKS: tuple[NotebookSpec, ...] = (
     NotebookSpec(
-        "00_collection", "What does this collection hold?", ("seed 004",), ("holdings",), ("run_dir",),
-        command="inspect", plan=_plan_holdings),
+        "00_collection", "What does this collection hold?", ("seed 004",), ("run_dir",),
+        command="inspect", plan=_plan_holdings, family="collection"),
     NotebookSpec(
         "01_query", "Does a question bring back the right chunks, with full metadata?",
-        ("seed 000 US1", "seed 000 US2", "seed 000 US4", "seed 000 FR-007"), ("query",),
+        ("seed 000 US1", "seed 000 US2", "seed 000 US4", "seed 000 FR-007"),
         ("queries", "top_k", "similarity_threshold", "source_prefix", "section", "no_match_threshold", "run_dir"),
-        command="search", plan=_plan_query),
+        command="search", plan=_plan_query, family="retrieval"),
     NotebookSpec(
         "02_score_distributions",
         "Do in-domain and out-of-domain queries separate by score, and where should the threshold sit?",
-        ("seed 000 SC-008", "seed 000 SC-001", "seed 004"), ("scores", "thresholds"),
-        ("query_sets", "top_k", "candidate_threshold", "min_separation", "run_dir"), plan=_plan_scores),
+        ("seed 000 SC-008", "seed 000 SC-001", "seed 004"),
+        ("query_sets", "top_k", "candidate_threshold", "min_separation", "run_dir"), plan=_plan_scores,
+        family="retrieval"),
     NotebookSpec(
         "03_source_coverage", "Can every source file be reached by a query, and do queries land in the right module?",
-        ("seed 000 SC-003", "seed 000 SC-007"), ("coverage", "topics"),
+        ("seed 000 SC-003", "seed 000 SC-007"),
         ("golden_set", "coverage_top_k", "min_reachable_share", "headings_per_file", "primary_query",
-         "primary_prefix", "topics", "min_primary_share", "run_dir"), plan=_plan_coverage),
+         "primary_prefix", "topics", "min_primary_share", "run_dir"), plan=_plan_coverage, family="retrieval"),
     NotebookSpec(
         "04_consistency", "Does the same query always return the same ranking?",
-        ("seed 000 SC-004", "seed 003 SC-005"), ("consistency", "languages"),
+        ("seed 000 SC-004", "seed 003 SC-005"),
         ("consistency_queries", "repeats", "top_k", "score_tolerance", "language_queries",
          "min_cross_lingual_jaccard", "run_dir"),
         bypass="repeat-consistency: every repeat, the fresh client and the search_many pass must each embed the "
                "query again, or the check would compare a cached vector with itself",
-        plan=_plan_consistency),
+        plan=_plan_consistency, family="stability"),
     NotebookSpec(
         "05_golden_set", "Does retrieval pass the golden set (known queries, negatives)?",
-        ("seed 004", "seed 003 SC-003", "seed 000 FR-007"), ("golden", "health"),
-        ("golden_set", "min_metadata_completeness", "run_dir"), plan=_plan_golden),
+        ("seed 004", "seed 003 SC-003", "seed 000 FR-007"),
+        ("golden_set", "min_metadata_completeness", "run_dir"), plan=_plan_golden, family="retrieval"),
     NotebookSpec(
         "06_latency", "How fast is retrieval, and does it meet the latency and concurrency targets?",
-        ("seed 000 SC-002", "seed 001", "seed 003 SC-008"), ("latency",),
+        ("seed 000 SC-002", "seed 001", "seed 003 SC-008"),
         ("query_sets", "latency_rounds", "latency_p95_target_ms", "concurrent_queries", "concurrency",
          "concurrent_timeout_s", "top_k", "score_tolerance", "run_dir"),
         bypass="latency timings: every timed search, the warm-up and the concurrent run must call the embedding "
                "service, or the timings would measure a dictionary lookup",
-        plan=_plan_latency),
+        plan=_plan_latency, family="stability"),
     NotebookSpec(
-        "07_collection_health", "Is the collection itself sound?", ("seed 004", "seed 000 FR-012"), ("health",),
-        ("min_points", "max_duplicate_share", "min_metadata_completeness", "run_dir"), command="stats"),
+        "07_collection_health", "Is the collection itself sound?", ("seed 004", "seed 000 FR-012"),
+        ("min_points", "max_duplicate_share", "min_metadata_completeness", "run_dir"), command="stats",
+        family="collection"),
     NotebookSpec(
         "08_api", "Does the retrieval API behave as its specification says?",
         ("seed 003", "seed 003 SC-001", "seed 003 SC-004", "seed 003 SC-005", "seed 003 SC-006", "seed 003 SC-008",
-         "seed 003 FR-012"), ("api",),
+         "seed 003 FR-012"),
         ("api_url", "golden_set", "api_repeats", "api_concurrency", "api_latency_rounds", "api_max_overhead_ms",
          "metadata_table", "run_dir"),
         bypass="the in-process reference timings of the API check measure the library's own search path",
-        command="serve", plan=_plan_api),
+        command="serve", plan=_plan_api, family="service"),
     NotebookSpec(
         "09_embedding_contract", "Does the configured embedder still make the vectors the collection holds?",
-        ("seed 000 FR-012",), ("contract",),
+        ("seed 000 FR-012",),
         ("contract_sample", "contract_seed", "top_k", "contract_min_cosine", "max_self_retrieval_drop",
-         "run_dir"), command="probe", plan=_plan_contract),
+         "run_dir"), command="probe", plan=_plan_contract, family="collection"),
     NotebookSpec(
         "10_reachability",
         "Which chunks can retrieval never return, which crowd every answer, and which files are off-topic?",
-        ("seed 000 SC-003",), ("reachability", "offtopic", "reach_report", "coverage"),
+        ("seed 000 SC-003",),
         ("golden_set", "coverage_top_k", "headings_per_file", "reach_top_k", "reach_max_full", "reach_sample_size",
-         "reach_seed", "max_antihub_share", "max_nk_skewness", "offtopic_max_z", "max_offtopic_files", "run_dir"),
-        command="reach", plan=_plan_reach),
+         "reach_seed", "reach_reverse_depth", "max_antihub_share", "max_nk_skewness", "offtopic_max_z",
+         "max_offtopic_files", "run_dir"),
+        command="reach", plan=_plan_reach, family="collection"),
     NotebookSpec(
         "11_ann_recall", "Does the HNSW index return what exact search would?",
-        ("issue 12: ANN against exact", "seed 004 CollectionStats"), ("ann",),
+        ("issue 12: ANN against exact", "seed 004 CollectionStats"),
         ("ann_top_k", "ann_queries", "ann_slice_queries", "ann_hnsw_ef", "ann_seed", "ann_min_recall",
-         "ann_min_recall_p5", "run_dir"), command="ann"),
+         "ann_min_recall_p5", "run_dir"), command="ann", family="collection"),
     NotebookSpec(
-        "12_chunk_quality", "Can the model read every chunk, and do fragments win?", ("seed 001",), ("chunks",),
+        "12_chunk_quality", "Can the model read every chunk, and do fragments win?", ("seed 001",),
         ("golden_set", "headings_per_file", "queries", "fragment_min_length", "fragment_max_heading_share",
          "max_unseen_share", "max_fragment_share", "max_fragment_win_rate", "run_dir"),
-        command="chunks", plan=_plan_chunks),
+        command="chunks", plan=_plan_chunks, family="collection"),
     NotebookSpec(
         "13_judgments", "Are the top results relevant, as judged by a person (SC-006)?",
-        ("seed 000 SC-006", "seed 000 US4"), ("judged", "golden", "health"),
+        ("seed 000 SC-006", "seed 000 US4"),
         ("judgments", "agreement_files", "query_sets", "judged_query_set", "judged_top_k", "min_relevant_grade",
-         "min_precision_at_3", "min_judged_coverage", "judge", "golden_set", "run_dir"), plan=_plan_judgments),
+         "min_precision_at_3", "min_judged_coverage", "judge", "golden_set", "run_dir"), plan=_plan_judgments,
+        family="retrieval"),
     NotebookSpec(
         "14_compare", "Did retrieval get worse than the previous run, by more than noise?", (),
-        ("compare", "compare_views"),
-        ("baseline_run", "candidate_run", "compare_alpha", "compare_min_effect", "run_dir"), command="compare"),
+        ("baseline_run", "candidate_run", "compare_alpha", "compare_min_effect", "run_dir"), command="compare",
+        family="comparison"),
     NotebookSpec(
         "15_side_by_side", "Does the chatbot retrieve what the collection holds?",
-        ("issue 32: the retrieval the chatbot runs",), ("side_by_side", "side_by_side_causes", "side_by_side_views"),
-        ("golden_set", "top_k", "compare_alpha", "run_dir"), plan=_plan_side_by_side),
+        ("issue 32: the retrieval the chatbot runs",),
+        ("golden_set", "top_k", "compare_alpha", "run_dir"), plan=_plan_side_by_side, family="retrieval"),
     NotebookSpec(
         "16_book", "Does the collection hold the book as it is now?", ("issue 33: the book is the source of truth",),
-        ("book",),
         ("book_docs", "book_sitemap", "book_base_url", "book_route_base", "golden_set", "changed_max_share",
          "thin_min_coverage", "max_missing_pages", "max_gone_sources", "near_duplicate_cosine", "near_duplicate_top_k",
-         "max_near_duplicate_share", "run_dir"), command="book"),
+         "max_near_duplicate_share", "run_dir"), command="book", plan=_plan_book, family="collection"),
 )
 
 _BY_NAME = {s.name: s for s in NOTEBOOKS}

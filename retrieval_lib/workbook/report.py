@@ -27,7 +27,12 @@ from retrieval_lib.collection import CollectionView
 from retrieval_lib.config import Settings, load_settings, resolve_run_dir
 from retrieval_lib.embedding.cache import CachedEmbedder, EmbedUsage, QueryCache, cache_file, total_usage
 from retrieval_lib.embedding.providers import make_embedder
-from retrieval_lib.errors import ValidationError
+from retrieval_lib.errors import (
+    CollectionNotFoundError,
+    ConfigurationError,
+    StoreUnavailableError,
+    ValidationError,
+)
 from retrieval_lib.params import Provenance
 from retrieval_lib.retrievers import (
     AnsweringSearch,
@@ -37,6 +42,7 @@ from retrieval_lib.retrievers import (
     Tally,
     open_retriever,
     parse_spec,
+    team_retriever,
 )
 from retrieval_lib.search import Retriever
 from retrieval_lib.workbook.plots import plain_text
@@ -292,6 +298,8 @@ class NotebookRun:
         self._cache: Any = None
         self._cache_path = cache_file(self.report.run_dir) if run_dir else None  # interactive: this kernel only
         self.finished = False
+        #: Long steps may show progress bars (the CLI on a terminal); a notebook keeps its stored outputs clean.
+        self.progress = False
         self._hooked = self._register_hook()
         if self._hooked:
             _display_for_reports()
@@ -308,7 +316,7 @@ class NotebookRun:
         """The profile's ``retriever:`` (``RETRIEVER_SPEC``), validated once; ``kind: collection`` when none is
         given."""
         if self._spec is None:
-            self._spec = parse_spec(self.settings.retriever)
+            self._spec = team_retriever(self.settings) or parse_spec(None)
         return self._spec
 
     @property
@@ -361,6 +369,28 @@ class NotebookRun:
     @property
     def collection(self) -> str:
         return str(self.settings.collection_name)
+
+    @property
+    def shared_dir(self) -> Path | None:
+        """The run folder where this run's notebooks share a scan of the collection
+        (:func:`retrieval_lib.stores.scan.shared`), or None in an interactive kernel (nothing shared)."""
+        return self.report.run_dir if self._cache_path else None
+
+    def collection_absent(self) -> str | None:
+        """Why a check that reads the collection itself cannot judge here, or None (it can).
+
+        Only when the profile names a team's retriever and the collection cannot be opened (not there, or no
+        store configured): the questions still go to the retriever, the collection's own checks are not
+        applicable. Without a team's retriever a missing collection is an error, raised as before.
+        """
+        if self.retriever_spec.kind == "collection":
+            return None
+        try:
+            self.collection_retriever  # noqa: B018 - opening it is the test
+        except (CollectionNotFoundError, StoreUnavailableError, ConfigurationError) as err:
+            return (f"only the chatbot's retriever is configured ({self.asker.describe()}); this check reads the "
+                    f"collection itself, which cannot be opened: {err.message}")
+        return None
 
     def describe(self) -> str:
         """One line naming what is validated: collection, store location, embedder (or the team's retriever)."""

@@ -3,18 +3,22 @@
 Exit codes: 0 no metric significantly worse; 1 a metric worse with p < --alpha and |delta| >= --min-effect (the
 metric and its worst queries are named); 2 the runs cannot be compared (different query sets: the queries that
 differ are listed) or a run folder is missing.
+
+It runs notebook 14's check (:func:`retrieval_lib.checks.comparison.compare.run`, the entry ``check compare`` and the
+notebook call) with the two folders as ``baseline_run`` and ``candidate_run``; it prints the comparison whole.
 """
 
 from __future__ import annotations
 
 import argparse
+import tempfile
 from typing import Any
 
 __all__ = ["register", "run"]
 
 
 def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
-    from retrieval_lib.checks.compare import DEFAULT_METRICS
+    from retrieval_lib.checks.comparison.compare import DEFAULT_METRICS
 
     p = add(sub, "compare", "did retrieval get worse between two runs (paired tests per query)",
             "Compare two run folders (outputs/<run>, or a committed baseline such as params/baselines/sample_book) "
@@ -40,14 +44,24 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from retrieval_lib.checks.compare import DEFAULT_METRICS, compare_runs
-    from retrieval_lib.checks.compare_views import text_report
+    from retrieval_lib.checks.comparison.compare import DEFAULT_METRICS, Compared, NothingToCompare
     from retrieval_lib.cli.commands import print_json
+    from retrieval_lib.workbook.check import open_check, run_check
+    from retrieval_lib.workbook.registry import notebook_spec
 
-    cmp = compare_runs(args.baseline, args.candidate, metrics=tuple(args.metric or DEFAULT_METRICS),
-                       alpha=args.alpha, min_effect=args.min_effect, test=args.test)
+    spec = notebook_spec("compare")
+    params = {"baseline_run": args.baseline, "candidate_run": args.candidate, "compare_alpha": args.alpha,
+              "compare_min_effect": args.min_effect, "metrics": tuple(args.metric or DEFAULT_METRICS),
+              "test": args.test}
+    with tempfile.TemporaryDirectory(prefix="compare-") as tmp, open_check(spec, tmp) as ctx:
+        result = run_check(spec, ctx, params)
+    if isinstance(result, NothingToCompare) and result.error is not None:
+        raise result.error  # the runs asked different questions: exit 2, the queries listed
+    if not isinstance(result, Compared):
+        print(result)
+        return 0
     if args.json:
-        print_json(cmp.as_dict())
+        print_json(result.as_dict())
     else:
-        print(text_report(cmp))
-    return cmp.exit_code
+        print(result.text())
+    return result.exit_code

@@ -125,7 +125,7 @@ class _Inputs:
     def language_questions(self, path: Any) -> int:
         if not path:
             return 0
-        from retrieval_lib.checks.languages import load_language_queries
+        from retrieval_lib.checks.stability.consistency import load_language_queries
 
         return sum(len(x) for x in load_language_queries(path).values())
 
@@ -135,14 +135,14 @@ class _Inputs:
         return self._store
 
     def headings(self, per_file: int) -> list[str]:
-        from retrieval_lib.checks.coverage import build_queries, scan_sources
+        from retrieval_lib.checks.retrieval.source_coverage import build_queries, scan_sources
 
         if self._sources is None:
             self._sources = scan_sources(self.store(), self.collection)
         return [q.text for q in build_queries(self._sources, per_file)]
 
     def probe_queries(self, sample: int, seed: int) -> list[str]:
-        from retrieval_lib.checks.contract import document_text, probe_query, sample_points
+        from retrieval_lib.checks.collection.embedding_contract import document_text, probe_query, sample_points
 
         points = sample_points(self.store(), self.collection, sample=sample, seed=seed)
         return [probe_query(p.payload or {}) or document_text(p.payload or {})[:200] for p in points]
@@ -193,8 +193,13 @@ def plan_run(params: dict[str, Any], notebooks: Sequence[Path], settings: Any, *
         CollectionNotFoundError, VectorStoreError: the collection cannot be read (03's headings, 09's sample).
     """
     from retrieval_lib.embedding.providers import planned_batch
+    from retrieval_lib.retrievers import team_retriever
     from retrieval_lib.stores import open_store
 
+    # the retriever the kernel will ask: the profile's, else RETRIEVER_SPEC (the environment or .env); one rule
+    retriever = team_retriever(params, settings)
+    if retriever is not None and not params.get("retriever"):
+        params = {**params, "retriever": retriever.public()}
     provider, model = settings.embedding_provider, settings.embedding_model
     # the size the configured embedder starts with (EMBEDDING_BATCH_SIZE, a local server's batch, or the vendor's)
     plan = RunPlan(provider, str(model), planned_batch(settings), [], [])
@@ -283,7 +288,7 @@ QDRANT_REQUESTS: dict[str, tuple[int, int, int]] = {
     "ann_recall": (9, 2, 14),
     "chunk_quality": (8, 4, 6),
     "judgments": (9, 2, 2),
-    "compare": (0, 0, 0),  # compares two run folders: it opens no store (checks/compare*.py)
+    "compare": (0, 0, 0),  # compares two run folders: it opens no store (checks/comparison/)
     "side_by_side": (0, 0, 0),  # no retriever of the team's in params/demo.yaml: nothing asked
     "book": (2, 3, 8),
 }

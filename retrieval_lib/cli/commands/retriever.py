@@ -37,7 +37,8 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--params", type=Path, metavar="FILE", required=True,
                    help="the profile whose `retriever:` to probe")
     p.add_argument("--question", default=None,
-                   help="the question to ask (default: the profile's first golden query, else a generic one)")
+                   help="the question to ask (default: the profile's first golden queries in turn while the answers "
+                        "are empty, then a generic one)")
     p.add_argument("--top-k", type=int, default=5, help="results to ask for (default 5)")
     p.add_argument("--write-profile", type=Path, metavar="OUT",
                    help="write the profile, with the inferred mapping, to OUT (may be the same file)")
@@ -45,31 +46,37 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p.set_defaults(func=run)
 
 
-def _question(values: dict[str, Any]) -> str:
+def _questions(values: dict[str, Any]) -> list[str]:
+    """The profile's first golden queries, then :data:`DEFAULT_QUESTION`: asked in turn while answers are empty."""
     from retrieval_lib.errors import RetrievalError
     from retrieval_lib.params import load_golden_set
+    from retrieval_lib.retrievers.open import PROBE_TRIES
 
     try:
         golden = load_golden_set(values.get("golden_set") or None)
     except RetrievalError:  # a golden set that does not load only costs the default question
-        return DEFAULT_QUESTION
-    return golden.queries[0].query if golden.queries else DEFAULT_QUESTION
+        return [DEFAULT_QUESTION]
+    return [q.query for q in golden.queries[:PROBE_TRIES - 1]] + [DEFAULT_QUESTION]
 
 
 def run(args: argparse.Namespace) -> int:
+    from retrieval_lib.config import load_settings
     from retrieval_lib.errors import ConfigurationError, RetrieverError
-    from retrieval_lib.retrievers import probe_retriever
+    from retrieval_lib.retrievers import probe_retriever, team_retriever
     from retrieval_lib.validation import validate_params, validate_query
     from retrieval_lib.workbook.runner import load_profile
 
     profile = load_profile(args.params)
-    spec = profile.values.get("retriever")
-    if not spec:
-        raise ConfigurationError(f"{profile.path.name} names no `retriever:`; add one (kind: http with url, or "
-                                 "kind: python with function; docs/retrievers.md), then probe it", option="--params")
-    question = validate_query(args.question or _question(profile.values), 1000)
+    # the profile's `retriever:`, else RETRIEVER_SPEC: the rule a run reads (written into the profile below)
+    spec = team_retriever(profile.values, load_settings())
+    if spec is None:
+        raise ConfigurationError(f"{profile.path.name} names no `retriever:` of the team's (none, or kind collection, "
+                                 "and no RETRIEVER_SPEC): add one (kind: http with url, or kind: python with function; "
+                                 "docs/retrievers.md), then probe it", option="--params")
+    asked = [args.question] if args.question else _questions(profile.values)
+    questions = [validate_query(q, 1000) for q in asked]
     top_k, _, _ = validate_params(args.top_k, 0.0)
-    report = probe_retriever(spec, question, top_k=top_k)
+    report = probe_retriever(spec, questions[0], top_k=top_k, more=questions[1:])
     if args.json:
         print_json({"question": report.question, "retriever": report.describe, "error": report.error,
                     "error_kind": report.error_kind, "results": report.results, "fields": report.fields,

@@ -1,0 +1,226 @@
+"""Notebook 10's tables, figures and record, from a :class:`~.reachability.ReachStudy` and an
+:class:`~._offtopic.OffTopicStudy`.
+
+**Query-reachability**: :func:`query_reach` takes notebook 03's :class:`CoverageStudy` (its heading and golden
+queries, unfiltered, top ``coverage_top_k``) and marks each chunk that is in some question's top k.
+
+Gates (:func:`record`), each with its parameter:
+
+- ``max_antihub_share``: the share of chunks with ``N_k = 0`` (sampled: the estimate, its
+  interval in the detail);
+- ``max_nk_skewness``: the skewness of ``N_k`` (hubs crowding the answers);
+- ``max_offtopic_files``: off-topic candidates among the source files.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from collections.abc import Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+import numpy as np
+
+from retrieval_lib.checks.gates import REACH_ANTIHUBS, REACH_HUBS, REACH_OFFTOPIC
+from retrieval_lib.workbook.plots import plain_figure
+
+if TYPE_CHECKING:
+    from retrieval_lib.checks.collection._offtopic import OffTopicStudy
+    from retrieval_lib.checks.collection.reachability import ReachStudy
+    from retrieval_lib.checks.retrieval.source_coverage import CoverageStudy
+    from retrieval_lib.workbook.report import NotebookReport
+
+__all__ = ["QueryReach", "query_reach", "antihub_frame", "hub_frame", "file_frame", "unreached_frame",
+           "occurrence_figure", "file_figure", "offtopic_text", "gini", "record"]
+
+
+@dataclass(frozen=True)
+class QueryReach:
+    """Which chunks the questions reach: ``reached[i]`` for table row ``i``; how many questions, which top k."""
+
+    reached: np.ndarray
+    queries: int
+    top_k: int
+    origins: dict[str, int]
+
+    @property
+    def share(self) -> float:
+        """Chunks in some question's top k / all chunks (0.0 for an empty collection)."""
+        return float(self.reached.mean()) if len(self.reached) else 0.0
+
+
+def query_reach(study: ReachStudy, coverage: CoverageStudy) -> QueryReach:
+    """Mark the chunks that appear in any top k of the coverage study's (heading and golden) questions."""
+    index = {pid: i for i, pid in enumerate(study.table.ids)}
+    reached = np.zeros(study.points, dtype=bool)
+    for response in coverage.responses:
+        for result in response.results:
+            row = index.get(result.point_id)
+            if row is not None:
+                reached[row] = True
+    return QueryReach(reached, len(coverage.queries), coverage.top_k, coverage.origins())
+
+
+def _chunk_rows(study: ReachStudy, rows: list[int], *, decimals: int = 1, with_preview: bool = True):
+    import pandas as pd
+
+    t = study.table
+    columns = ["source_file", "section_title", "n_k", "preview"]
+    return pd.DataFrame([{"source_file": t.files[r], "section_title": t.sections[r],
+                          "n_k": round(float(study.occurrence[r]), decimals),
+                          "preview": t.previews[r] if with_preview else ""} for r in rows], columns=columns)
+
+
+def antihub_frame(study: ReachStudy):
+    """The anti-hubs (sampled: those found among the sample): file, section, ``N_k`` (0) and a text preview."""
+    return _chunk_rows(study, study.antihub_rows)
+
+
+def hub_frame(study: ReachStudy, *, limit: int = 20):
+    """The hubs, most retrieved first (at most ``limit``), with their text preview and sampled hits."""
+    frame = _chunk_rows(study, study.hub_rows[:limit])
+    if study.sampled:
+        frame.insert(3, "sample_hits", [int(study.hits[r]) for r in study.hub_rows[:limit]])
+    return frame
+
+
+def unreached_frame(study: ReachStudy, reach: QueryReach):
+    """Anti-hubs that no question reaches either: chunks retrieval never shows."""
+    return _chunk_rows(study, [r for r in study.antihub_rows if not reach.reached[r]])
+
+
+def file_frame(study: ReachStudy, offtopic: OffTopicStudy | None = None, reach: QueryReach | None = None, *,
+               decimals: int = 3):
+    """``N_k`` rolled up per source file: chunks, mean and max ``N_k``, its share of all top-k places,
+    anti-hubs, hubs, the skewness and Gini of ``N_k`` inside the file, and (when given) chunks reached by a
+    question and the off-topic verdict. Sampled: anti-hubs count among the file's sampled chunks."""
+    import pandas as pd
+    from scipy.stats import skew
+
+    by_file: dict[str, list[int]] = defaultdict(list)
+    for row, path in enumerate(study.table.files):
+        by_file[path].append(row)
+    antihubs, hubs = set(study.antihub_rows), set(study.hub_rows)
+    sampled = set(int(r) for r in study.query_rows)
+    total = float(study.occurrence.sum()) or 1.0
+    flagged = {f.path for f in offtopic.candidates} if offtopic else set()
+    rows: list[dict[str, Any]] = []
+    for path in sorted(by_file):
+        members = by_file[path]
+        values = study.occurrence[members]
+        judged = [r for r in members if r in sampled]
+        entry: dict[str, Any] = {
+            "source_file": path, "chunks": len(members), "mean_n_k": round(float(values.mean()), decimals),
+            "max_n_k": round(float(values.max()), decimals),
+            "share_of_top_k_places": round(float(values.sum()) / total, decimals),
+            "antihubs": sum(r in antihubs for r in judged),
+            "hubs": sum(r in hubs for r in members),
+            "skewness": round(float(skew(values)), decimals) if len(values) > 2 and values.std() > 0 else 0.0,
+            "gini": round(gini(values), decimals)}
+        if study.sampled:
+            entry["sampled_chunks"] = len(judged)
+        if reach is not None:
+            entry["reached_by_questions"] = int(reach.reached[members].sum())
+        if offtopic is not None:
+            entry["offtopic"] = path in flagged
+        rows.append(entry)
+    return pd.DataFrame(rows)
+
+
+def gini(values: Sequence[float] | np.ndarray) -> float:
+    """Gini coefficient of non-negative values (0: all equal; towards 1: all in one); 0.0 when they sum to 0."""
+    x = np.sort(np.asarray(values, dtype=float))
+    n, total = len(x), float(np.sum(x))
+    if n == 0 or total <= 0:
+        return 0.0
+    return float(np.dot(2 * np.arange(1, n + 1) - n - 1, x) / (n * total))
+
+
+@plain_figure
+def occurrence_figure(study: ReachStudy):
+    """Histogram of ``N_k`` over the chunks (log count axis), with the mean and the hub threshold marked."""
+    from retrieval_lib.workbook.plots import count_histogram
+
+    what = "estimated from the sample" if study.sampled else "every chunk"
+    return count_histogram(study.occurrence.tolist(), marks={"hub threshold": study.hub_threshold,
+                                                    "mean (= k)": float(study.occurrence.mean())},
+                           bins=min(60, max(10, int(study.occurrence.max()) + 1)),
+                           xlabel=f"N_k: how many other chunks have this chunk in their top {study.top_k}",
+                           title=f"k-occurrence of {study.points} chunks ({what})")
+
+
+@plain_figure
+def file_figure(study: ReachStudy, offtopic: OffTopicStudy | None = None):
+    """Mean ``N_k`` per file (red: off-topic candidate; orange: holds an anti-hub), the mean ``k`` marked."""
+    from retrieval_lib.workbook.plots import horizontal_bars
+
+    frame = file_frame(study, offtopic).sort_values(["mean_n_k", "source_file"], ascending=[False, True])
+    colours = ["tab:red" if offtopic is not None and row.offtopic else "tab:orange" if row.antihubs else "tab:blue"
+               for row in frame.itertuples()]
+    return horizontal_bars(list(frame["source_file"]), list(frame["mean_n_k"]), colours=colours,
+                           notes=[f"{a} anti-hub(s), {h} hub(s)" if a or h else ""
+                                  for a, h in zip(frame["antihubs"], frame["hubs"])],
+                           reference=float(study.top_k), reference_label=f"mean over all chunks (k = {study.top_k})",
+                           xlabel="mean N_k of the file's chunks", label_size=7,
+                           title="How often each file's chunks are retrieved by other chunks "
+                                 "(red: off-topic candidate, orange: has an anti-hub)")
+
+
+def offtopic_text(offtopic: OffTopicStudy) -> str:
+    """The off-topic candidates in words: the groups apart from the book (largest first), then stock pages."""
+    parts = [g.text() for g in offtopic.groups]
+    grouped = {path for g in offtopic.groups for path in g.files}
+    by_template: dict[str, list[str]] = {}
+    for f in offtopic.stock_pages:
+        by_template.setdefault(str(f.stock), []).append(f.path)
+    for template, paths in sorted(by_template.items()):
+        parts.append(f"{len(paths)} stock pages of the {template} template"
+                     + ("" if set(paths) <= grouped else f": {', '.join(sorted(paths))}"))
+    return "; ".join(parts) or "none"
+
+
+def record(report: NotebookReport, study: ReachStudy, offtopic: OffTopicStudy, reach: QueryReach | None = None, *,
+           max_antihub_share: float, max_nk_skewness: float, max_offtopic_files: int) -> None:
+    """Record notebook 10's gates, findings and metrics (module docstring)."""
+    est, k, n = study.antihub, study.top_k, study.points
+    how = (f"every one of the {n} chunks used as a query" if not study.sampled else
+           f"{len(study.query_rows)} of {n} chunks sampled as queries (seed {study.seed})")
+    REACH_ANTIHUBS.record(report, est.share <= max_antihub_share, value=round(est.share, 4),
+                          threshold=max_antihub_share, rule="<=", unit="share",
+                          detail=f"{est.antihubs} of {est.judged} chunks judged are in no other chunk's top {k}: "
+                                 f"{est.text()}",
+                          hint="read the anti-hub list: chunks too short, boilerplate or duplicated text are never "
+                               "retrieved; fix the chunking or the pages")
+    REACH_HUBS.record(report, study.skewness <= max_nk_skewness, value=round(study.skewness, 3),
+                      threshold=max_nk_skewness, rule="<=",
+                      detail=f"{len(study.hub_rows)} hubs ({study.hub_rule}); Gini {study.gini:.3f}",
+                      hint="read the hub list: generic chunks (glossaries, index pages, boilerplate) near everything "
+                           "should be cut down or dropped from the collection")
+    cands = offtopic.candidates
+    REACH_OFFTOPIC.record(report, len(cands) <= max_offtopic_files, value=len(cands),
+                          threshold=max_offtopic_files, rule="<=", unit="files",
+                          detail=offtopic_text(offtopic) + f"; rule: {offtopic.rule}",
+                          hint="remove the listed pages from the docs folder (template pages, changelogs, stray pages) "
+                               "and re-ingest, or raise offtopic_max_z if they belong to the book")
+    report.finding(f"{how}; top {k} each: anti-hub share {est.text()}")
+    report.finding(f"N_k skewness {study.skewness:.3f}, Gini {study.gini:.3f}; {len(study.hub_rows)} hubs "
+                   f"({study.hub_rule})" + (": " + "; ".join(f"{study.table.files[r]} §{study.table.sections[r]}"
+                                                          for r in study.hub_rows[:5]) if study.hub_rows else ""))
+    report.finding(f"off-topic candidates: {offtopic_text(offtopic)} ({offtopic.rule})")
+    if reach is not None:
+        never = [r for r in study.antihub_rows if not reach.reached[r]]
+        report.finding(f"{int(reach.reached.sum())} of {n} chunks ({reach.share:.1%}) are in some top "
+                       f"{reach.top_k} of the {reach.queries} heading and golden questions; {len(never)} anti-hubs "
+                       "are reached by no question either")
+        report.metric("query_reachable_share", reach.share, "share")
+        report.metric("antihubs_unreached_by_questions", len(never), "chunks")
+    for name, value, unit in (("points", n, "points"), ("reach_top_k", k, "results"),
+                              ("chunks_as_queries", len(study.query_rows), "queries"),
+                              ("reach_queries_run", study.queries_run, "queries"), ("sampled", study.sampled, ""),
+                              ("antihub_share", est.share, "share"), ("antihub_share_low", est.low, "share"),
+                              ("antihub_share_high", est.high, "share"), ("antihubs", est.antihubs, "chunks"),
+                              ("hubs", len(study.hub_rows), "chunks"), ("hub_threshold", study.hub_threshold, ""),
+                              ("nk_skewness", study.skewness, ""), ("nk_gini", study.gini, ""),
+                              ("max_nk", float(study.occurrence.max()), ""),
+                              ("offtopic_files", [f.path for f in cands], "")):
+        report.metric(name, value, unit)

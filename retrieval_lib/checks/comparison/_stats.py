@@ -1,0 +1,208 @@
+"""The statistics of a run-to-run comparison, each from a well-kept library.
+
+- per-query IR metrics and the paired test: ranx (``evaluate``, ``compare`` with ``stat_test="student"``, the
+  paired t-test, or ``"fisher"``, Fisher's randomisation test);
+- the 95% interval of a mean per-query delta: ``scipy.stats.bootstrap`` (percentile method, resampling queries);
+- the smallest change a paired t-test detects at 80% power: the noncentral t distribution (``scipy.stats.nct``)::
+
+      power(d) = P(T > t_crit) + P(T < -t_crit),  T ~ nct(df = n - 1, nc = d * sqrt(n) / sd),
+      t_crit = t_{1 - alpha/2, n - 1};   MDE = the d where power(d) = 0.8
+
+- a shift of score distributions: the two-sample Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``);
+- ranking overlap: RBO and Jaccard from :mod:`retrieval_lib.checks.stability.consistency`.
+"""
+
+from __future__ import annotations
+
+import math
+import warnings
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+
+from retrieval_lib.errors import ValidationError
+
+__all__ = ["TESTS", "evaluate_per_query", "paired_p_values", "bootstrap_interval", "detectable_effect",
+           "queries_needed", "KsShift", "ks_shift", "page_run", "sufficiency_sentence", "FALLBACK_SD"]
+
+#: ranx's paired tests this comparison offers: the paired t-test and Fisher's randomisation test.
+TESTS = ("student", "fisher")
+#: The per-query standard deviation assumed when nothing varies yet: the largest a metric in [0, 1] can have.
+FALLBACK_SD = 0.5
+
+
+def page_run(results: Mapping[str, Sequence[Sequence[object]]], level: str | None) -> dict[str, dict[str, float]]:
+    """A ranx run at ``level`` from a run file's ranked ``results``.
+
+    At ``"source_url"`` or ``"source_file"`` a query's documents are its distinct pages (files) in rank order,
+    scored ``n - rank`` so that rank order, not score ties, decides (as the golden notebook's trec_eval run does);
+    at ``"chunk_id"`` or None the chunk ids with their scores.
+    """
+    column = {"source_file": 2, "source_url": 3}.get(level or "")
+    run: dict[str, dict[str, float]] = {}
+    for qid, rows in results.items():
+        if column is None:
+            run[qid] = {}
+            for row in rows:
+                run[qid].setdefault(str(row[0]), float(row[1]))  # type: ignore[arg-type]
+            continue
+        docs = list(dict.fromkeys(str(row[column] or row[0]) for row in rows))
+        run[qid] = {doc: float(len(docs) - rank) for rank, doc in enumerate(docs)}
+    return run
+
+
+def _ranx_run(run: Mapping[str, Mapping[str, float]], name: str):
+    from ranx import Run
+
+    # ranx cannot hold a query without results: an empty query keeps one document no qrels name (scores 0)
+    return Run({q: (dict(docs) or {"__no_result__": 0.0}) for q, docs in run.items()}, name=name)
+
+
+def evaluate_per_query(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
+                       metrics: Sequence[str]) -> dict[str, dict[str, float]]:
+    """Each metric per judged query: ``{metric: {query id: value}}`` (ranx ``evaluate``; a judged query the run
+    lacks scores 0).
+
+    Raises:
+        ValidationError: a metric name ranx does not know (e.g. ``ndcg@5``, ``mrr``, ``hit_rate@5``, ``recall@5``).
+    """
+    from ranx import Qrels, evaluate
+
+    r = _ranx_run({q: run.get(q, {}) for q in qrels}, "run")
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # numba's type-safety notes on ranx's own code
+            evaluate(Qrels({q: dict(d) for q, d in qrels.items()}), r, list(metrics), make_comparable=True)
+    except (KeyError, ValueError, AssertionError, NameError) as err:
+        raise ValidationError(f"ranx cannot compute {list(metrics)}: {err}; use names like ndcg@5, mrr, "
+                              "hit_rate@5, recall@5, precision@5", field="metric") from None
+    return {m: {q: float(v) for q, v in r.scores[m].items()} for m in metrics}
+
+
+def paired_p_values(qrels: Mapping[str, Mapping[str, int]], baseline: Mapping[str, Mapping[str, float]],
+                    candidate: Mapping[str, Mapping[str, float]], metrics: Sequence[str], *,
+                    test: str = "student", seed: int = 42) -> dict[str, float]:
+    """Two-sided p-value of each metric's paired test between two runs over the judged queries (ranx ``compare``).
+
+    A test with no variation at all (every query scored the same in both runs) has p = 1.
+
+    Raises:
+        ValidationError: ``test`` not one of :data:`TESTS`.
+    """
+    if test not in TESTS:
+        raise ValidationError(f"test must be one of {TESTS} (got {test!r})", field="test")
+    from ranx import Qrels, compare
+
+    runs = [_ranx_run({q: baseline.get(q, {}) for q in qrels}, "baseline"),
+            _ranx_run({q: candidate.get(q, {}) for q in qrels}, "candidate")]
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # scipy warns on a t-test of identical samples; that is p = 1 below
+        report = compare(Qrels({q: dict(d) for q, d in qrels.items()}), runs, list(metrics), stat_test=test,
+                         make_comparable=True, random_seed=seed)
+    found = report.to_dict()["baseline"]["comparisons"]["candidate"]
+    return {m: (1.0 if found[m] is None or math.isnan(float(found[m])) else float(found[m])) for m in metrics}
+
+
+def bootstrap_interval(deltas: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000,
+                       seed: int = 42) -> tuple[float, float]:
+    """The percentile-bootstrap interval of the mean of ``deltas`` (queries resampled with replacement).
+
+    One value, or all equal, gives the point itself; no values give (nan, nan).
+    """
+    import numpy as np
+    from scipy.stats import bootstrap
+
+    values = np.asarray(list(deltas), dtype=float)
+    if values.size == 0:
+        return math.nan, math.nan
+    if values.size == 1 or np.all(values == values[0]):
+        return float(values[0]), float(values[0])
+    res = bootstrap((values,), np.mean, confidence_level=confidence, n_resamples=resamples, method="percentile",
+                    rng=np.random.default_rng(seed))
+    return float(res.confidence_interval.low), float(res.confidence_interval.high)
+
+
+def _power(d: float, n: int, sd: float, alpha: float) -> float:
+    from scipy.stats import nct
+    from scipy.stats import t as student
+
+    df = n - 1
+    crit = float(student.ppf(1 - alpha / 2, df))
+    nc = d * math.sqrt(n) / sd
+    value = float(nct.sf(crit, df, nc) + nct.cdf(-crit, df, nc))
+    return 1.0 if math.isnan(value) else value  # scipy's nct gives nan far in the tail, where power is 1
+
+
+def detectable_effect(n: int, sd: float, *, alpha: float = 0.05, power: float = 0.8) -> float:
+    """The smallest mean change a two-sided paired t-test at ``alpha`` finds with probability ``power``, given
+    ``n`` queries whose per-query changes have standard deviation ``sd`` (inf when n < 2, 0 when sd is 0)."""
+    from scipy.optimize import brentq
+
+    if n < 2:
+        return math.inf
+    if sd <= 0:
+        return 0.0
+    hi = sd
+    while _power(hi, n, sd, alpha) < power:  # bounded: power -> 1 as d grows; 60 doublings is far beyond any sd
+        hi *= 2
+        if hi > sd * 2**60:
+            return math.inf
+    return float(brentq(lambda d: _power(d, n, sd, alpha) - power, 0.0, hi, xtol=1e-6))
+
+
+def queries_needed(effect: float, sd: float, *, alpha: float = 0.05, power: float = 0.8, limit: int = 100_000) -> int:
+    """How many judged queries a paired t-test needs to detect a mean change of ``effect`` (``limit`` if more)."""
+    if effect <= 0:
+        return limit
+    if sd <= 0:
+        return 2
+    def enough(n: int) -> bool:
+        return detectable_effect(n, sd, alpha=alpha, power=power) <= effect
+
+    hi = 2
+    while hi < limit and not enough(hi):  # bounded by limit: doubling
+        hi *= 2
+    if hi >= limit:
+        return limit
+    lo = max(2, hi // 2)
+    while lo < hi:  # bisection between the last too-small n and the first large-enough one
+        mid = (lo + hi) // 2
+        lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
+    return hi
+
+
+def sufficiency_sentence(n: int, kind: str, metric: str, mde: float, basis: str, *, min_effect: float,
+                         needed: int) -> str:
+    """The label-sufficiency statement, said plainly."""
+    head = (f"with {n} {kind} queries, a change in {metric} smaller than {mde:.3f} cannot be told from noise "
+            f"(80% power, alpha 0.05; per-query spread {basis})")
+    if mde <= min_effect:
+        return head + f"; the min-effect {min_effect:g} is detectable"
+    return head + f"; detecting a change of {min_effect:g} needs about {needed} judged queries"
+
+
+@dataclass(frozen=True)
+class KsShift:
+    """A two-sample KS test of one kind of queries' top-1 scores, baseline against candidate."""
+
+    kind: str
+    baseline_n: int
+    candidate_n: int
+    baseline_median: float
+    candidate_median: float
+    statistic: float
+    p_value: float
+
+    def shifted(self, alpha: float) -> bool:
+        return self.p_value < alpha
+
+
+def ks_shift(kind: str, baseline: Sequence[float], candidate: Sequence[float]) -> KsShift:
+    """``scipy.stats.ks_2samp`` of two samples of top-1 scores (statistic 0 and p 1 when either is empty)."""
+    import numpy as np
+    from scipy.stats import ks_2samp
+
+    if not baseline or not candidate:
+        return KsShift(kind, len(baseline), len(candidate), math.nan, math.nan, 0.0, 1.0)
+    res = ks_2samp(list(baseline), list(candidate))
+    return KsShift(kind, len(baseline), len(candidate), float(np.median(baseline)), float(np.median(candidate)),
+                   float(res.statistic), float(res.pvalue))

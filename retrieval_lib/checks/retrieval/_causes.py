@@ -1,0 +1,397 @@
+"""The named causes of a difference between a team's retriever and the collection (notebook 15).
+
+Each takes the paired answers of :class:`~retrieval_lib.checks.retrieval._pairs.SideBySide` and returns a
+:class:`~retrieval_lib.checks.retrieval._pairs.Cause`: found or not (or not judgeable, and why), with a small table of
+evidence.
+
+=============== ==================================================================================================
+``errors``      questions the retriever failed: how many, each error kind, its first message (already redacted)
+``cut``         empty answers and fewer results than asked where the collection has them; where they stop,
+                from the collection's scores at the same ranks: a similarity threshold, or a cap on the count
+``missing``     results without text or without source; the payload key the collection holds them under
+``embedding``   the retriever's scores against the cosine of each chunk's stored vector with the question embedded
+                as a query and as a document: the same embedding, queries embedded as documents, or another model
+                or a transformed query
+``order``       the same chunks in another order (a reranker, or fusion): not a fault by itself
+``filter``      answers from a subset of the sources the collection answers from (a filter on a chapter or module)
+=============== ==================================================================================================
+"""
+
+from __future__ import annotations
+
+import math
+import os
+import statistics
+import uuid
+from collections import Counter
+from collections.abc import Sequence
+from typing import TYPE_CHECKING, Any
+
+from retrieval_lib.checks.gates import (
+    SIDE_BY_SIDE_COMPLETE_ANSWERS,
+    SIDE_BY_SIDE_ERRORS,
+    SIDE_BY_SIDE_QUERY_EMBEDDING,
+    SIDE_BY_SIDE_SOURCES,
+    SIDE_BY_SIDE_TEXT_AND_SOURCE,
+)
+from retrieval_lib.checks.retrieval._pairs import Cause, QueryPair, Row, SideBySide, norm_id
+
+if TYPE_CHECKING:
+    from retrieval_lib.search import Retriever
+
+__all__ = ["name_causes", "errors_cause", "cut_cause", "missing_cause", "embedding_cause", "order_cause",
+           "filter_cause", "SCORE_MATCH", "DISORDER_MARGIN"]
+
+#: Largest median difference at which the retriever's scores count as a cosine the workbook computed: a score
+#: rounded to 2 decimals is off by 0.005 at most, one model on two machines differs in the 6th. MiniLM with a
+#: 57-character instruction prefix on the question moves the cosines by 0.02 (median; tests/test_side_by_side.py):
+#: twice this, so queries embedded with and without their prefix are told apart.
+SCORE_MATCH = 0.01
+#: Two chunks whose collection scores differ by less than this are a tie: their order is nobody's choice.
+DISORDER_MARGIN = 1e-4
+#: Share of answered questions with a subset-of-sources miss at which a filter is named (and at least 2).
+FILTER_SHARE = 0.2
+
+
+def name_causes(study: SideBySide, collection: Retriever | None) -> dict[str, Cause]:
+    """Every cause, by key (``collection``: for the stored vectors and the embedder; None skips ``embedding``)."""
+    causes = [errors_cause(study), cut_cause(study), missing_cause(study, _content_keys(collection)),
+              embedding_cause(study, collection), order_cause(study), filter_cause(study)]
+    return {c.key: c for c in causes}
+
+
+def _content_keys(collection: Retriever | None) -> dict[str, tuple[str, ...]]:
+    if collection is None:
+        return {}
+    roles = collection.store.roles_for(collection.collection)
+    return {role: roles.keys_of(role) for role in ("content", "source_url", "source_file")}
+
+
+# --------------------------------------------------------------------------- errors
+
+def errors_cause(study: SideBySide) -> Cause:
+    """Questions the retriever failed, by error kind, with the first message of each kind."""
+    failed = [p for p in study.pairs if p.team.failed]
+    kinds = Counter(p.team.error_kind or "error" for p in failed)
+    first: dict[str, tuple[str, str]] = {}
+    for p in failed:
+        first.setdefault(p.team.error_kind or "error", (p.query, p.team.error or ""))
+    evidence: list[dict[str, Any]] = [{"error_kind": kind, "questions": n, "first_question": first[kind][0],
+                                       "first_message": first[kind][1][:300]} for kind, n in kinds.most_common()]
+    n = len(study.pairs)
+    if not failed:
+        return Cause("errors", "errors", False, True, f"all {n} questions answered without an error",
+                     gate_id=SIDE_BY_SIDE_ERRORS.id)
+    shown = "; ".join(f"{e['questions']} {e['error_kind']} (first: {str(e['first_message'])[:120]})"
+                      for e in evidence)
+    return Cause("errors", "errors", True, True, f"{len(failed)} of {n} questions failed: {shown}", evidence,
+                 gate_id=SIDE_BY_SIDE_ERRORS.id)
+
+
+# --------------------------------------------------------------------------- empty and cut answers
+
+def _score_at(rows: Sequence[Row], rank: int) -> float | None:
+    return rows[rank - 1].score if 0 < rank <= len(rows) else None
+
+
+def cut_cause(study: SideBySide) -> Cause:
+    """Empty answers and answers with fewer results than asked, where the collection returned them.
+
+    Where they stop: the collection's score at the last rank the retriever kept and at the first it dropped. When
+    every kept score is above every dropped one, a similarity threshold between them explains the cut; when every
+    cut answer holds the same number of results, a cap.
+    """
+    k = study.top_k
+    evidence: list[dict[str, Any]] = []
+    kept: list[float] = []
+    dropped: list[float] = []
+    counts: list[int] = []
+    for p in study.answered:
+        got, has = len(p.team.rows), min(k, len(p.collection.rows))
+        if got >= has:
+            last = _score_at(p.collection.rows, got)
+            if last is not None and got:
+                kept.append(last)  # a full answer keeps its lowest score too: a threshold lies below it
+            continue
+        at_last, at_first = _score_at(p.collection.rows, got), _score_at(p.collection.rows, got + 1)
+        if at_last is not None:
+            kept.append(at_last)
+        if at_first is not None:
+            dropped.append(at_first)
+        counts.append(got)
+        evidence.append({"query": p.query, "asked": k, "returned": got, "collection_returned": len(p.collection.rows),
+                         "collection_score_last_kept": None if at_last is None else round(at_last, 4),
+                         "collection_score_first_dropped": None if at_first is None else round(at_first, 4)})
+    n = len(study.answered)
+    if not n:
+        return Cause("cut", "empty or cut answers", None, True, "no question was answered (see the errors gate)",
+                     gate_id=SIDE_BY_SIDE_COMPLETE_ANSWERS.id)
+    if not evidence:
+        return Cause("cut", "empty or cut answers", False, True,
+                     f"all {n} answered questions returned the {k} results asked (or all the collection has)",
+                     gate_id=SIDE_BY_SIDE_COMPLETE_ANSWERS.id)
+    empty = sum(1 for e in evidence if e["returned"] == 0)
+    head = f"{empty} empty and {len(evidence) - empty} cut answers of {n}"
+    if dropped and kept and max(dropped) < min(kept):
+        why = (f"the answers stop where the collection's scores fall below a threshold between "
+               f"{max(dropped):.3f} and {min(kept):.3f} (every result scoring above it kept, every one below dropped): "
+               "a similarity threshold")
+    elif dropped and not kept:
+        why = (f"every answer is empty, though the collection's best scores reach {max(dropped):.3f}: a threshold "
+               "above that, or a reader that drops every result")
+    elif len(set(counts)) == 1 and counts[0] > 0:
+        why = f"every cut answer holds exactly {counts[0]} results whatever the scores: a cap (a limit that ignores " \
+              "top_k)"
+    else:
+        why = "neither one threshold nor one cap explains where they stop"
+    return Cause("cut", "empty or cut answers", True, True, f"{head}; {why}", evidence,
+                 gate_id=SIDE_BY_SIDE_COMPLETE_ANSWERS.id)
+
+
+# --------------------------------------------------------------------------- text and source
+
+def missing_cause(study: SideBySide, keys: dict[str, tuple[str, ...]]) -> Cause:
+    """Results whose text or source is empty or missing, and the key the collection holds each under."""
+    rows = [(p, t) for p in study.answered for t in p.team.rows]
+    if not rows:
+        return Cause("missing", "results without text or source", None, True,
+                     "the retriever returned no result to read", gate_id=SIDE_BY_SIDE_TEXT_AND_SOURCE.id)
+    no_text = [(p, t) for p, t in rows if not (t.content or "").strip()]
+    no_source = [(p, t) for p, t in rows if not (t.source_url or t.source_file)]
+    evidence = []
+    for what, role, lacking, other in (("text", "content", no_text, ()),
+                                       ("source", "source_url", no_source, ("source_file",))):
+        if not lacking:
+            continue
+        held = keys.get(role, ()) + tuple(k for r in other for k in keys.get(r, ()))
+        matched = sum(1 for p, t in lacking if _collection_has(p, t, role, other))
+        evidence.append({"field": what, "results_without": len(lacking), "of_results": len(rows),
+                         "matched_in_collection_with_it": matched,
+                         "collection_payload_key": ", ".join(held) or "(none: the collection holds no "
+                                                                       f"{what} either)"})
+    if not evidence:
+        return Cause("missing", "results without text or source", False, True,
+                     f"all {len(rows)} results carry their text and their source",
+                     gate_id=SIDE_BY_SIDE_TEXT_AND_SOURCE.id)
+    parts = []
+    for e in evidence:
+        key = str(e["collection_payload_key"])
+        said = (f"the collection holds it under payload key {key!r}: the retriever's reader asks for a key the "
+                "ingest never wrote" if not key.startswith("(none") else key)
+        parts.append(f"{e['results_without']} of {e['of_results']} results have no {e['field']}; {said}")
+    return Cause("missing", "results without text or source", True, True, "; ".join(parts), evidence,
+                 gate_id=SIDE_BY_SIDE_TEXT_AND_SOURCE.id)
+
+
+def _collection_has(p: QueryPair, t: Row, role: str, other: Sequence[str]) -> bool:
+    for team_rank, ours_rank in p.matched:
+        if team_rank == t.rank:
+            row = p.collection.rows[ours_rank - 1]
+            values = {"content": row.content, "source_url": row.source_url, "source_file": row.source_file}
+            return any(values.get(r) for r in (role, *other))
+    return False
+
+
+# --------------------------------------------------------------------------- the query embedding
+
+def _point_key(value: str) -> Any:
+    """A chunk id as a Qdrant point id (an unsigned integer or a UUID), or None when it cannot be one."""
+    text = value.strip()
+    if text.isdigit():
+        return int(text)
+    try:
+        return str(uuid.UUID(text))
+    except ValueError:
+        return None
+
+
+def _vector_of(point: Any) -> list[float] | None:
+    vector = point.vector
+    if isinstance(vector, dict):
+        vector = next(iter(vector.values()), None) if len(vector) == 1 else None
+    return list(vector) if isinstance(vector, list) and vector else None
+
+
+def stored_vectors(collection: Retriever, ids: Sequence[str]) -> dict[str, list[float]]:
+    """The stored vector of each chunk id (:func:`norm_id`) the collection holds: by point id where the id is one,
+    else through the collection's chunk id key (one filtered read); ids it does not hold are left out."""
+    from qdrant_client import models
+
+    view, name = collection.store, collection.collection
+    out: dict[str, list[float]] = {}
+    as_points = {i: _point_key(i) for i in ids}
+    wanted = [key for key in as_points.values() if key is not None]
+    if wanted:
+        for point in view.retrieve(name, wanted, with_vectors=True):
+            vector = _vector_of(point)
+            if vector is not None:
+                out[norm_id(point.id)] = vector
+    rest = [i for i in ids if norm_id(i) not in out]
+    if rest and view.roles_for(name).filter_key("chunk_id") is not None:
+        condition = models.FieldCondition(key="chunk_id", match=models.MatchAny(any=list(rest)))
+        for point in view.scroll(name, with_payload=["chunk_id"], with_vectors=True, batch_size=len(rest) + 1,
+                                 query_filter=models.Filter(must=[condition])):
+            vector = _vector_of(point)
+            chunk = (point.payload or {}).get("chunk_id")
+            if vector is not None and chunk is not None:
+                out[norm_id(chunk)] = vector
+    return out
+
+
+def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
+    dot = sum(x * y for x, y in zip(a, b))
+    na, nb = math.sqrt(sum(x * x for x in a)), math.sqrt(sum(y * y for y in b))
+    return dot / (na * nb) if na and nb else math.nan
+
+
+def embedding_cause(study: SideBySide, collection: Retriever | None) -> Cause:
+    """Compare the retriever's scores with the cosine of each chunk's stored vector and the question embedded as a
+    query, and as a document, by the configured embedder.
+
+    The scores match the query cosine: the same embedding. They match the document cosine (and the two differ for
+    this model): queries embedded as documents. Neither: another model or a transformed query (a missing prefix, a
+    rewritten question), unless the chunks are the collection's own and only re-scored (a reranker), which scores
+    cannot judge.
+    """
+    gid, title = SIDE_BY_SIDE_QUERY_EMBEDDING.id, "another query embedding"
+    candidates = [(p, t) for p in study.answered for t in p.team.rows[:study.top_k]]
+    scored = [(p, t) for p, t in candidates if t.score is not None and math.isfinite(t.score)]
+    if collection is None:
+        return Cause("embedding", title, None, True, "the collection was not read", gate_id=gid)
+    if not scored:
+        return Cause("embedding", title, None, True,
+                     "the retriever returns no scores, so its query embedding cannot be compared" if candidates
+                     else "the retriever returned no result", gate_id=gid)
+    with_ids = [(p, t) for p, t in scored if t.ids]
+    if not with_ids:
+        return Cause("embedding", title, None, True, "the retriever's results carry no chunk id, so their stored "
+                                                     "vectors cannot be read", gate_id=gid)
+    # each result's id as the collection knows it: a matched chunk's point id, else the retriever's own chunk id
+    ids: dict[tuple[int, int], str] = {}
+    for p, t in with_ids:
+        ours = next((p.collection.rows[c - 1] for tr, c in p.matched if tr == t.rank), None)
+        ids[(id(p), t.rank)] = ours.point_id if ours is not None and ours.point_id else str(t.chunk_id)
+    vectors = stored_vectors(collection, list(dict.fromkeys(ids.values())))
+    found = [(p, t) for p, t in with_ids if norm_id(ids[(id(p), t.rank)]) in vectors]
+    if not found:
+        return Cause("embedding", title, None, True, f"none of the {len(with_ids)} chunk ids the retriever returned "
+                                                     "is a point or chunk id of this collection", gate_id=gid)
+    questions = list(dict.fromkeys(p.query for p, _ in found))
+    embedder = collection.embedder
+    as_query = dict(zip(questions, embedder.embed_queries(questions)))
+    as_document = dict(zip(questions, embedder.embed_documents(questions)))
+    rows = []
+    for p, t in found:
+        stored = vectors[norm_id(ids[(id(p), t.rank)])]
+        rows.append((p.query, t.rank, float(t.score or 0.0), _cosine(as_query[p.query], stored),
+                     _cosine(as_document[p.query], stored)))
+    study.scores = rows
+    return _judge_scores(rows, study, gid, title, len(with_ids))
+
+
+def _judge_scores(rows: list[tuple[str, int, float, float, float]], study: SideBySide, gid: str, title: str,
+                  asked: int) -> Cause:
+    off_query = statistics.median(abs(s - q) for _, _, s, q, _ in rows)
+    off_document = statistics.median(abs(s - d) for _, _, s, _, d in rows)
+    off_distance = statistics.median(abs(s - (1 - q)) for _, _, s, q, _ in rows)
+    apart = statistics.median(abs(q - d) for _, _, _, q, d in rows)
+    evidence = [{"compared_with": what, "median_abs_difference": round(value, 4)}
+                for what, value in (("the question embedded as a query", off_query),
+                                    ("the question embedded as a document", off_document),
+                                    ("1 - cosine as a query (a distance)", off_distance))]
+    head = (f"{len(rows)} results of {asked} with a score and a chunk id this collection holds; the retriever's "
+            f"scores differ from the cosine with the question embedded as a query by {off_query:.3f} (median), as a "
+            f"document by {off_document:.3f}")
+    alike = apart < SCORE_MATCH  # the model embeds a question alike as a query and as a document
+    if off_query <= SCORE_MATCH:
+        said = ("the same query embedding" + (" (this model embeds queries and documents alike, so the input type "
+                                              "cannot be told apart here)" if alike else ""))
+        return Cause("embedding", title, False, True, f"{head}: {said}", evidence, gate_id=gid)
+    if not alike and off_document <= SCORE_MATCH:
+        return Cause("embedding", "queries embedded as documents", True, True,
+                     f"{head}: queries embedded as documents (the document input type or prefix where the query's "
+                     "belongs)", evidence, gate_id=gid)
+    if off_distance <= SCORE_MATCH:
+        return Cause("embedding", title, False, True, f"{head}; they are 1 - cosine of the query embedding: the same "
+                                                      "query embedding, its scores a distance", evidence, gate_id=gid)
+    overlaps = [p.overlap for p in study.answered if p.overlap is not None]
+    if overlaps and statistics.mean(overlaps) >= 0.8:
+        return Cause("embedding", title, None, True,
+                     f"{head}, yet it returns the collection's own chunks (mean overlap "
+                     f"{statistics.mean(overlaps):.2f}): "
+                     "its scores are on another scale (a reranker's or fusion's), which cannot judge the embedding",
+                     evidence, gate_id=gid)
+    return Cause("embedding", "another model or a transformed query", True, True,
+                 f"{head}: another model or a transformed query (a missing or extra prefix, a rewritten question)",
+                 evidence, gate_id=gid)
+
+
+# --------------------------------------------------------------------------- order and filters
+
+def _disordered(p: QueryPair) -> int:
+    """Pairs of chunks both sides returned that the retriever ranks the other way round (collection ties aside)."""
+    scores = {c: p.collection.rows[c - 1].score for _, c in p.matched}
+    swaps = 0
+    for i, (t1, c1) in enumerate(p.matched):
+        for t2, c2 in p.matched[i + 1:]:
+            s1, s2 = scores[c1], scores[c2]
+            if s1 is None or s2 is None or abs(s1 - s2) < DISORDER_MARGIN:
+                continue
+            if (c1 - c2) * (t1 - t2) < 0:
+                swaps += 1
+    return swaps
+
+
+def order_cause(study: SideBySide) -> Cause:
+    """The same chunks in another order: questions where most chunks are shared but ranked differently."""
+    evidence = []
+    for p in study.answered:
+        if p.overlap is None or p.overlap < 0.6 or len(p.matched) < 2:
+            continue
+        swaps = _disordered(p)
+        if swaps:
+            evidence.append({"query": p.query, "shared_chunks": len(p.matched), "swapped_pairs": swaps,
+                             "rank_shifts": " ".join(f"{s:+d}" for s in p.rank_shifts)})
+    n = len(study.answered)
+    if not n:
+        return Cause("order", "the same chunks in another order", None, False, "no question was answered")
+    if not evidence:
+        return Cause("order", "the same chunks in another order", False, False,
+                     f"no answered question ranks the collection's chunks in another order ({n} questions)")
+    return Cause("order", "the same chunks in another order", True, False,
+                 f"{len(evidence)} of {n} questions rank the collection's chunks in another order: a reranker or "
+                 "fusion (not a fault by itself; the hit-rate gate says whether it helps)", evidence)
+
+
+def _common_prefix(pages: Sequence[str]) -> str:
+    prefix = os.path.commonprefix(list(pages))
+    return prefix[:prefix.rfind("/") + 1] if "/" in prefix else prefix
+
+
+def filter_cause(study: SideBySide) -> Cause:
+    """Answers from a subset of the sources: the collection's best source for a question is one the retriever never
+    returns for any question, while it answers that question from elsewhere."""
+    gid, title = SIDE_BY_SIDE_SOURCES.id, "results from a subset of sources"
+    answered = [p for p in study.answered if p.team.rows]
+    ours = {r.page for p in study.answered for r in p.collection.rows[:study.top_k] if r.page}
+    theirs = {r.page for p in answered for r in p.team.rows if r.page}
+    if not answered or not theirs:
+        return Cause("filter", title, None, True, "the retriever returned no result with a source", gate_id=gid)
+    # the team's source spelling may differ from the collection's: compare only where they share spellings
+    if not theirs & ours:
+        return Cause("filter", title, None, True, "the retriever's sources are spelled unlike the collection's "
+                                                  "(none in common), so they cannot be compared", gate_id=gid)
+    missed = [p for p in answered
+              if p.collection.rows and p.collection.rows[0].page and p.collection.rows[0].page not in theirs]
+    evidence = [{"query": p.query, "collection_top_source": p.collection.rows[0].page,
+                 "retriever_top_source": p.team.rows[0].page} for p in missed]
+    if len(missed) < max(2, math.ceil(FILTER_SHARE * len(answered))):
+        return Cause("filter", title, False, True,
+                     f"the retriever answers from {len(theirs)} sources; the collection's best source for "
+                     f"{len(answered) - len(missed)} of {len(answered)} questions is among them", gate_id=gid)
+    prefix = _common_prefix(sorted(theirs))
+    under = f", all under {prefix!r}" if len(prefix) > len(_common_prefix(sorted(ours | theirs))) else ""
+    return Cause("filter", title, True, True,
+                 f"every result comes from {len(theirs)} of the {len(ours | theirs)} sources either side answered "
+                 f"from{under}; for {len(missed)} of {len(answered)} questions the collection's best source is never "
+                 "returned: a filter (a chapter, a module, a source)", evidence, gate_id=gid)

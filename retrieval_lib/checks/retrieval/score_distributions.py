@@ -1,0 +1,359 @@
+"""Score distributions: do in-domain and out-of-domain queries separate by similarity?
+
+Seed 000 SC-008 asks for similarity scores normalised to [0, 1]; SC-001 and
+seed 004's negative test ask that relevant queries score high and unrelated
+ones low. The check runs two query sets (in-domain and out-of-domain, "OOD") and turns their
+:class:`~retrieval_lib.models.SearchResponse` lists into the figures that answer where a
+similarity threshold should sit:
+
+- :func:`score_frame`: one row per result (set, query, rank, scores),
+- :func:`clip_counts`: how many raw cosine scores fell outside [0, 1] and were clipped,
+- the threshold's side (:mod:`._thresholds`): each query's top-1, the separation of the sets, the trade-off per
+  threshold, the recommended threshold with its intervals, and what ``candidate_threshold`` keeps and rejects.
+
+:func:`run` is the check (notebook 02 and ``check score_distributions``): it asks both sets of ``ctx.retriever``
+(the team's retriever when the profile names one) with no threshold; its :class:`ScoreDistributions` records the
+gates, figures and tables.
+
+A query with no result at all (possible only with a threshold or a filter)
+has a top-1 of NaN: it keeps nothing at any threshold.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
+
+from retrieval_lib.checks.gates import SCORES_RANGE, SCORES_SEPARATION, SCORES_THRESHOLD
+from retrieval_lib.checks.retrieval import _thresholds
+from retrieval_lib.checks.retrieval._thresholds import (
+    ThresholdGap,
+    ThresholdUncertainty,
+    ThresholdVerdict,
+    judge_threshold,
+    recommend,
+    recommend_threshold,
+    threshold_tradeoff,
+    top1_scores,
+)
+from retrieval_lib.errors import ValidationError
+from retrieval_lib.models import SearchResponse
+from retrieval_lib.params import Provenance
+from retrieval_lib.workbook.plots import plain_figure
+from retrieval_lib.workbook.runfiles import write_run
+
+if TYPE_CHECKING:
+    from retrieval_lib.workbook.report import NotebookReport, NotebookRun
+
+__all__ = ["run", "ScoreDistributions", "ScoreStudy", "measure", "score_frame", "clip_counts", "ClipCounts",
+           "top1_summary", "recommend", "recommend_threshold", "ThresholdGap", "ThresholdVerdict"]
+
+#: The gates this check records.
+GATES = (SCORES_RANGE, SCORES_SEPARATION, SCORES_THRESHOLD)
+
+
+def score_frame(sets: Mapping[str, Sequence[SearchResponse]], *, decimals: int = 4):
+    """One row per result of every response, labelled with its set.
+
+    Args:
+        sets: set label (e.g. ``"in_domain"``) to that set's responses.
+        decimals: rounding of the score columns, so tables compare stably.
+
+    Returns:
+        A pandas DataFrame with columns ``set, query, rank, similarity_score,
+        raw_score, source_file``; a query with no result contributes no row.
+    """
+    import pandas as pd
+
+    rows = []
+    for label, responses in sets.items():
+        for response in responses:
+            for rank, r in enumerate(response.results, 1):
+                rows.append({"set": label, "query": response.query_text, "rank": rank,
+                             "similarity_score": round(r.similarity_score, decimals),
+                             "raw_score": round(r.raw_score, decimals), "source_file": r.source_file})
+    return pd.DataFrame(rows, columns=["set", "query", "rank", "similarity_score", "raw_score", "source_file"])
+
+
+@dataclass(frozen=True)
+class ClipCounts:
+    """How the raw cosine scores relate to the [0, 1] similarity scale.
+
+    Attributes:
+        scores: results inspected.
+        negative: raw scores below 0 (clipped up to 0).
+        above_one: raw scores above 1 (rounding of unit vectors; clipped down to 1).
+        out_of_range: similarity scores outside [0, 1] after clipping (must be 0).
+        min_raw: lowest raw score seen (NaN when there were none).
+    """
+
+    scores: int
+    negative: int
+    above_one: int
+    out_of_range: int
+    min_raw: float
+
+
+def clip_counts(responses: Iterable[SearchResponse]) -> ClipCounts:
+    """Count raw scores that needed clipping and similarity scores outside [0, 1] (seed 000 SC-008)."""
+    results = [r for response in responses for r in response.results]
+    return ClipCounts(
+        scores=len(results),
+        negative=sum(r.raw_score < 0 for r in results),
+        above_one=sum(r.raw_score > 1 for r in results),
+        out_of_range=sum(not 0.0 <= r.similarity_score <= 1.0 for r in results),
+        min_raw=min((r.raw_score for r in results), default=math.nan),
+    )
+
+
+def top1_summary(sets: Mapping[str, Sequence[float]], *, decimals: int = 3):
+    """Min / median / max (and count) of the top-1 scores of each set, as a DataFrame (NaN ignored)."""
+    import numpy as np
+    import pandas as pd
+
+    rows = []
+    for label, values in sets.items():
+        arr = np.array([v for v in values if not math.isnan(v)], dtype=float)
+        rows.append({"set": label, "queries": len(values), "with_results": int(arr.size),
+                     "min_top1": round(float(arr.min()), decimals) if arr.size else math.nan,
+                     "median_top1": round(float(np.median(arr)), decimals) if arr.size else math.nan,
+                     "max_top1": round(float(arr.max()), decimals) if arr.size else math.nan})
+    return pd.DataFrame(rows)
+
+
+@dataclass(frozen=True)
+class ScoreStudy:
+    """Both query sets, run through one retriever without a threshold.
+
+    Attributes:
+        in_domain, out_of_domain: one response per query of each set, in the set's order.
+        top_k: results asked per query.
+    """
+
+    in_domain: list[SearchResponse]
+    out_of_domain: list[SearchResponse]
+    top_k: int
+
+    @property
+    def in_top1(self) -> list[float]:
+        return top1_scores(self.in_domain)
+
+    @property
+    def ood_top1(self) -> list[float]:
+        return top1_scores(self.out_of_domain)
+
+    @property
+    def gap(self) -> ThresholdGap:
+        """:func:`recommend_threshold` of the two sets' top-1 scores."""
+        return recommend_threshold(self.in_top1, self.ood_top1)
+
+    def frame(self, *, decimals: int = 4):
+        """:func:`score_frame` of both sets (labels ``in_domain`` and ``out_of_domain``)."""
+        return score_frame({"in_domain": self.in_domain, "out_of_domain": self.out_of_domain}, decimals=decimals)
+
+
+def measure(retriever: Any, in_domain: Sequence[str], out_of_domain: Sequence[str], *, top_k: int) -> ScoreStudy:
+    """Run both query sets with no threshold, so every query gets its ``top_k`` best chunks.
+
+    Args:
+        retriever: a :class:`~retrieval_lib.search.Retriever`.
+        in_domain, out_of_domain: the queries of each set.
+        top_k: results per query.
+
+    Raises:
+        ValidationError: either set is empty. Anything :meth:`Retriever.search_many` raises.
+    """
+    for name, queries in (("in_domain", in_domain), ("out_of_domain", out_of_domain)):
+        if not queries:
+            raise ValidationError(f"the {name} query set is empty: the score study needs both sets", field=name)
+    return ScoreStudy(in_domain=retriever.search_many(list(in_domain), top_k=top_k),
+                      out_of_domain=retriever.search_many(list(out_of_domain), top_k=top_k), top_k=top_k)
+
+
+def _every_score(responses: Sequence[SearchResponse]) -> list[float]:
+    return [r.similarity_score for response in responses for r in response.results]
+
+
+def per_query_frame(study: ScoreStudy, *, decimals: int = 3):
+    """One row per query: set, query, top-1 score (rounded) and its source file; best first within each set."""
+    import pandas as pd
+
+    rows = [{"set": label, "query": r.query_text,
+             "top1": round(r.results[0].similarity_score, decimals) if r.results else math.nan,
+             "top1_source": r.results[0].source_file if r.results else None}
+            for label, responses in (("in_domain", study.in_domain), ("out_of_domain", study.out_of_domain))
+            for r in responses]
+    frame = pd.DataFrame(rows, columns=["set", "query", "top1", "top1_source"])
+    return frame.sort_values(["set", "top1"], ascending=[True, False], kind="stable").reset_index(drop=True)
+
+
+@plain_figure
+def histogram_figure(study: ScoreStudy, candidate_threshold: float):
+    """Left: each query's top-1 score per set; right: every top-k score per set; the threshold marked."""
+    from retrieval_lib.workbook.plots import score_histograms
+
+    return score_histograms(
+        [("top-1 score per query", {"in-domain": study.in_top1, "out-of-domain": study.ood_top1}),
+         (f"all top-{study.top_k} scores", {"in-domain": _every_score(study.in_domain),
+                                            "out-of-domain": _every_score(study.out_of_domain)})],
+        threshold=candidate_threshold, threshold_label="candidate_threshold")
+
+
+@plain_figure
+def tradeoff_figure(study: ScoreStudy, candidate_threshold: float):
+    """:func:`threshold_tradeoff` as two curves, with the threshold, the gap and the recommendation marked."""
+    from retrieval_lib.workbook.plots import share_curves
+
+    table, gap = threshold_tradeoff(study.in_top1, study.ood_top1), study.gap
+    return share_curves(
+        table["threshold"], {"in-domain kept": table["in_domain_kept"], "out-of-domain kept": table["ood_kept"]},
+        threshold=candidate_threshold, threshold_label="candidate_threshold",
+        band=(gap.highest_ood, gap.lowest_in_domain) if gap.has_gap else None, band_label="gap between the sets",
+        marker=gap.recommended, title="Share of queries that still get a result, per threshold",
+        xlabel="similarity threshold", ylabel="share of queries with ≥ 1 result")
+
+
+def run(ctx: NotebookRun, *, query_sets: str, top_k: int, candidate_threshold: float,
+        min_separation: float) -> ScoreDistributions:
+    """Notebook 02's check: both query sets of ``query_sets`` (``in_domain``, ``out_of_domain``) asked of
+    ``ctx.retriever`` with no threshold, top ``top_k``; the recommended threshold and its intervals.
+
+    Raises:
+        ParamsError: the query sets file is missing, or lacks a set. ValidationError: a set is empty.
+    """
+    from retrieval_lib.params import load_query_sets
+
+    sets = load_query_sets(query_sets, required=("in_domain", "out_of_domain"))
+    study = measure(ctx.retriever, sets["in_domain"], sets["out_of_domain"], top_k=top_k)
+    return ScoreDistributions.of(study, candidate_threshold=candidate_threshold, min_separation=min_separation,
+                                 provenance=sets.provenance_of("in_domain", "out_of_domain"))
+
+
+@dataclass
+class ScoreDistributions:
+    """Notebook 02's result: both sets' answers, the recommended threshold's intervals, and the bars.
+
+    ``provenance``: the query sets' drafted and reviewed queries (``QuerySets.provenance_of``); when the sets carry
+    origins, each gate says "on N drafted, M reviewed queries".
+    """
+
+    study: ScoreStudy
+    uncertainty: ThresholdUncertainty | None  # None: a set without any result has no top-1 to interval
+    candidate_threshold: float
+    min_separation: float
+    provenance: Provenance | None = None
+
+    @classmethod
+    def of(cls, study: ScoreStudy, *, candidate_threshold: float, min_separation: float,
+           provenance: Provenance | None = None, resamples: int = 1000) -> ScoreDistributions:
+        """``study``'s result, with the recommended threshold's intervals (``resamples`` bootstrap rounds); none when
+        a set has no query with a result (the range gate then fails, saying "0 scores")."""
+        answered = all(any(not math.isnan(s) for s in top1) for top1 in (study.in_top1, study.ood_top1))
+        uncertainty = _thresholds.measure(study.in_top1, study.ood_top1, resamples=resamples) if answered else None
+        return cls(study, uncertainty, candidate_threshold, min_separation, provenance)
+
+    @property
+    def verdict(self) -> ThresholdVerdict:
+        """What ``candidate_threshold`` keeps and rejects (:func:`~._thresholds.judge_threshold`)."""
+        return judge_threshold(self.study.in_domain, self.study.out_of_domain, self.candidate_threshold)
+
+    def __str__(self) -> str:
+        study = self.study
+        return (f"{len(study.in_domain)} in-domain and {len(study.out_of_domain)} out-of-domain queries, top "
+                f"{study.top_k}: {len(study.frame())} scores\n{study.gap.describe()}\n{self._interval()}")
+
+    def _interval(self) -> str:
+        return self.uncertainty.sentence() if self.uncertainty is not None else (
+            "no interval for the recommended threshold: a query set has no query with a result")
+
+    def tables(self) -> dict[str, Any]:
+        """``scores`` (every result), ``top1_per_query``, ``top1_summary`` (per set) and ``tradeoff`` (per
+        threshold, the share of each set that keeps a result)."""
+        study = self.study
+        return {"scores": study.frame(), "top1_per_query": per_query_frame(study),
+                "top1_summary": top1_summary({"in_domain": study.in_top1, "out_of_domain": study.ood_top1}),
+                "tradeoff": threshold_tradeoff(study.in_top1, study.ood_top1).round(3)}
+
+    def record(self, report: NotebookReport, *, show: bool = True) -> None:
+        """Record the tables, the histograms, the trade-off curves and the ROC (``show``: display them), the
+        threshold's intervals, then the three gates with their findings and metrics, and the run file."""
+        study, tables = self.study, self.tables()
+        report.table(tables["scores"], "scores")
+        report.table(tables["top1_per_query"], "top1_per_query")
+        report.figure(histogram_figure(study, self.candidate_threshold), "histograms", show=show)
+        report.table(tables["top1_summary"], "top1_summary")
+        report.figure(tradeoff_figure(study, self.candidate_threshold), "tradeoff", show=show)
+        report.table(tables["tradeoff"], "tradeoff")
+        if self.uncertainty is None:
+            report.finding(self._interval())
+        else:
+            _thresholds.record(report, self.uncertainty)
+            report.figure(_thresholds.roc_figure(study.in_top1, study.ood_top1, self.uncertainty), "roc", show=show)
+        _record(report, study, candidate_threshold=self.candidate_threshold, min_separation=self.min_separation,
+                provenance=self.provenance)
+
+
+def _record(report: NotebookReport, study: ScoreStudy, *, candidate_threshold: float,
+            min_separation: float, provenance: Provenance | None = None) -> ThresholdVerdict:
+    """Record notebook 02's gates, findings, metrics and run file on ``report`` (:meth:`ScoreDistributions.record`).
+
+    Gates: every similarity score within [0, 1] (:func:`clip_counts`, seed 000 SC-008);
+    ``separation >= min_separation``; ``candidate_threshold`` keeps every in-domain query and
+    rejects every OOD one (:func:`judge_threshold`). Returns that verdict.
+
+    ``provenance``: the query sets' drafted and reviewed queries (``QuerySets.provenance_of``); when the sets
+    carry origins, each gate says "on N drafted, M reviewed queries".
+    """
+    in_top1, ood_top1, gap = study.in_top1, study.ood_top1, study.gap
+    clips = clip_counts(study.in_domain + study.out_of_domain)
+    verdict = judge_threshold(study.in_domain, study.out_of_domain, candidate_threshold)
+    SCORES_RANGE.record(
+        report, clips.out_of_range == 0 and clips.scores > 0, value=clips.out_of_range, threshold=0, rule="==",
+        unit="scores", provenance=provenance,
+        detail=f"{clips.scores} scores, {clips.out_of_range} outside [0, 1]; {clips.negative} raw cosine scores were "
+               f"negative and clipped to 0, {clips.above_one} above 1 clipped to 1 (lowest raw score "
+               f"{clips.min_raw:.3f})")
+    SCORES_SEPARATION.record(
+        report, gap.width >= min_separation, value=round(gap.width, 4), threshold=min_separation, rule=">=",
+        detail=f"min in-domain top-1 {gap.lowest_in_domain:.3f} - max OOD top-1 {gap.highest_ood:.3f} "
+               f"= {gap.width:.3f}", provenance=provenance)
+    lost = ", ".join(repr(q) for q in verdict.in_domain_lost) or "none"
+    admitted = ", ".join(repr(q) for q in verdict.ood_admitted) or "none"
+    SCORES_THRESHOLD.record(
+        report, verdict.passed, fill={"candidate_threshold": candidate_threshold}, value=candidate_threshold,
+        threshold=candidate_threshold,
+        hint=(f"set `candidate_threshold` to {gap.recommended:.3f}, the middle of the gap between the sets"
+              if gap.recommended is not None else "no threshold separates the sets: see the trade-off table"),
+        detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}",
+        provenance=provenance)
+
+    answered = [s for s in in_top1 if not math.isnan(s)]  # queries with no result have no top-1 to describe
+    median, highest = (statistics.median(answered), max(answered)) if answered else (math.nan, math.nan)
+    in_kept, ood_kept = sum(s >= candidate_threshold for s in in_top1), sum(s >= candidate_threshold for s in ood_top1)
+    in_scores = _every_score(study.in_domain)
+    report.finding(f"in-domain top-1 scores run from {gap.lowest_in_domain:.3f} to {highest:.3f} (median "
+                   f"{median:.3f}); out-of-domain top-1 scores reach at most {gap.highest_ood:.3f}")
+    report.finding(f"at candidate_threshold {candidate_threshold:g}, {in_kept}/{len(in_top1)} in-domain and "
+                   f"{ood_kept}/{len(ood_top1)} out-of-domain queries keep at least one result")
+    report.finding(f"recommended threshold {gap.recommended:.3f} (midpoint of the {gap.width:.3f}-wide gap)"
+                   if gap.recommended is not None
+                   else f"no threshold separates the sets: they overlap by {-gap.width:.3f}")
+    report.finding(f"{sum(s < candidate_threshold for s in in_scores)} of {len(in_scores)} in-domain top-{study.top_k} "
+                   f"results score below {candidate_threshold:g}: at that threshold those queries keep fewer than "
+                   f"{study.top_k} chunks")
+    report.finding(f"{clips.negative} of {clips.scores} raw cosine scores were negative (clipped to 0)")
+    if provenance is not None and provenance.marked:
+        report.finding(f"the query sets hold {provenance.drafted} drafted and {provenance.reviewed} reviewed queries: "
+                       "drafted ones repeat their page's own words and run easier than a person's (docs/drafting.md)")
+    for name, value in (("in_domain_queries", len(in_top1)), ("ood_queries", len(ood_top1)),
+                        ("in_domain_top1_min", gap.lowest_in_domain), ("in_domain_top1_median", median),
+                        ("in_domain_top1_max", highest), ("ood_top1_max", gap.highest_ood),
+                        ("separation", gap.width), ("recommended_threshold", gap.recommended),
+                        ("negative_raw_scores", clips.negative), ("scores_checked", clips.scores)):
+        report.metric(name, value)
+    write_run(report, study.in_domain + study.out_of_domain, top_k=study.top_k,  # for a later comparison (14)
+              kinds=["in_domain"] * len(study.in_domain) + ["out_of_domain"] * len(study.out_of_domain))
+    return verdict
