@@ -71,3 +71,19 @@ def test_open_run_refuses_an_unregistered_notebook_without_a_title(tmp_path):
     run = open_run("99_unknown", tmp_path, title="a scratch notebook")
     assert run.report.title == "a scratch notebook"
     run.close()
+
+
+@pytest.mark.parametrize("argv, key", [
+    (["check", "chunk_quality", "--max-unseen-share", "abc"], "max_unseen_share"),
+    (["probe", "--sample", "-3"], "contract_sample"),
+    (["check", "reachability", "--reach-top-k", "[1, 2]"], "reach_top_k"),
+])
+def test_a_check_option_of_the_wrong_type_is_one_line_naming_it_before_anything_opens(argv, key, capsys):
+    """`check NAME --PARAMETER VALUE` is validated as a profile's value would be: exit 2, one line, no traceback,
+    and nothing is opened (the run would otherwise fail at the gate, after the whole measurement)."""
+    from retrieval_lib.cli.main import main
+
+    assert main(argv) == 2
+    err = capsys.readouterr().err.strip()
+    assert err.startswith("error: the command line: ") and key in err and len(err.splitlines()) == 1
+    assert "Traceback" not in err

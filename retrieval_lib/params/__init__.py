@@ -27,7 +27,14 @@ the file, the key (a dotted path such as ``queries[2].min_score``) and what to d
 """
 
 from retrieval_lib.params._schema import ORIGINS, Provenance, read_yaml, resolve_path
-from retrieval_lib.params.profiles import DEFAULT_PROFILE, RESERVED_KEYS, NotebookParameters, Profile, load_profile
+from retrieval_lib.params.profiles import (
+    DEFAULT_PROFILE,
+    RESERVED_KEYS,
+    NotebookParameters,
+    Profile,
+    check_parameters,
+    load_profile,
+)
 from retrieval_lib.params.sets import (
     NO_GOLDEN_SET,
     GoldenQuery,
@@ -43,6 +50,7 @@ from retrieval_lib.params.sets import (
 
 __all__ = [
     "Profile", "NotebookParameters", "GoldenQuery", "NegativeQuery", "GoldenSet", "Provenance", "QuerySets", "Topic",
-    "TopicSet", "resolve_path", "read_yaml", "load_profile", "load_golden_set", "load_query_sets", "load_topics",
+    "TopicSet", "resolve_path", "read_yaml", "load_profile", "check_parameters", "load_golden_set", "load_query_sets",
+    "load_topics",
     "ORIGINS", "RESERVED_KEYS", "NO_GOLDEN_SET", "DEFAULT_PROFILE",
 ]

@@ -281,6 +281,21 @@ def load_profile(path: str | os.PathLike[str], *, declared: Iterable[str] | None
     return Profile(values=values, path=p)
 
 
+def check_parameters(values: Mapping[str, Any], *, where: str) -> None:
+    """Refuse a notebook parameter of the wrong type or range, as in a profile (``where``: what gave the values,
+    e.g. "the command line").
+
+    Raises:
+        ParamsError: the first wrong value, named with its key and what it must be.
+    """
+    try:
+        fields = NotebookParameters.model_fields  # the rest as the default profile gives it
+        NotebookParameters.model_validate({**{k: v for k, v in _defaults().items() if k in fields}, **values})
+    except PydanticError as err:
+        raise params_error(err, NotebookParameters, Path(where), noun="parameter",
+                           hint="params/demo.yaml gives every parameter with its meaning") from None
+
+
 def _read_extended(path: str | os.PathLike[str],
                    seen: tuple[Path, ...]) -> tuple[dict[str, Any], Path, dict[str, Path]]:
     """A profile's values over those of the profile its ``extends`` key names (a path like ``golden_set``'s:

@@ -115,12 +115,15 @@ def read_profile(path: Path | None) -> tuple[Any, dict[str, Any], str]:
 def run_named(spec: NotebookSpec | str, args: argparse.Namespace, prepare: Prepare | None = None) -> int:
     """Run ``spec``'s check as the CLI does; 0 its gates hold, 1 one failed (printed, or as JSON)."""
     from retrieval_lib.cli.commands import gate_exit_code, print_json
+    from retrieval_lib.params import check_parameters
     from retrieval_lib.workbook.check import check_params, open_check, run_check
 
     spec = notebook_spec(spec) if isinstance(spec, str) else spec
     settings, values, path = read_profile(args.params)
     params = check_params(spec, values, path=path)
-    params.update({k: getattr(args, k) for k in params if getattr(args, k, None) is not None})
+    given = {k: getattr(args, k) for k in params if getattr(args, k, None) is not None}
+    check_parameters(given, where="the command line")  # a wrong value stops here, as a profile's would
+    params.update(given)
     if prepare is not None:
         prepare(args, params)
     with tempfile.TemporaryDirectory(prefix=f"{spec.name}-") as tmp:
