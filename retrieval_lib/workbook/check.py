@@ -56,13 +56,16 @@ class NotApplicable:
 
     reason: str
     gates: tuple[GateDef, ...]
-    #: the figures the gates' labels name (``{"k": 10, "ann_min_recall": 0.95}``), when they name any
+    #: the figures the gates' labels name (``{"k": 10, "ann_min_recall": 0.95}``), when they name any; a gate whose
+    #: figures are not all here is recorded with its unjudged label
     fill: Mapping[str, Any] | None = None
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
         for gate in self.gates:
             if gate.per is None:  # a gate per item (per topic, per level) has no item to name here
-                gate.not_applicable(report, self.reason, fill=self.fill)
+                # a label whose figures are not all in ``fill`` takes the gate's unjudged label
+                whole = self.fill is not None and set(gate.fields) <= set(self.fill)
+                gate.not_applicable(report, self.reason, fill=self.fill if whole else None)
         report.finding(f"Not applicable: {self.reason}")
 
     def tables(self) -> Mapping[str, Any]:

@@ -432,27 +432,13 @@ def run(ctx: NotebookRun, *, golden_set: str,
     applicable.
     """
     if reason := ctx.collection_absent():
-        return _NoCollection(reason, GATES, min_metadata_completeness=min_metadata_completeness)
+        return NotApplicable(reason, GATES, fill={"min_metadata_completeness": min_metadata_completeness})
     golden = load_golden_set(golden_set)
     scan = scan_payloads(ctx.store, ctx.collection, expected_model=ctx.collection_retriever.embedder.model,
                          run_dir=ctx.report.run_dir)
     validation = evaluate_golden(ctx.retriever, golden, vector_count=ctx.store.count(ctx.collection),
                                  metadata_completeness=scan.metadata_completeness)
     return GoldenSetCheck(golden, validation, scan, min_metadata_completeness=min_metadata_completeness)
-
-
-@dataclass
-class _NoCollection(NotApplicable):
-    """Not applicable, with the completeness gate's label filled (it names its threshold)."""
-
-    min_metadata_completeness: float = 100.0
-
-    def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        GOLDEN_PASSES.not_applicable(report, self.reason)
-        GOLDEN_NEGATIVES.not_applicable(report, self.reason)
-        HEALTH_COMPLETENESS.not_applicable(report, self.reason,
-                                           fill={"min_metadata_completeness": self.min_metadata_completeness})
-        report.finding(f"Not applicable: {self.reason}")
 
 
 @dataclass

@@ -380,7 +380,7 @@ def run(ctx: NotebookRun, *, judgments: str, agreement_files: Sequence[str], que
     from retrieval_lib.params import load_golden_set, load_query_sets
 
     if reason := ctx.collection_absent():
-        return _NoCollection(reason, GATES, fill={"min_precision_at_3": min_precision_at_3, "cutoff": _CUTOFF})
+        return NotApplicable(reason, GATES, fill={"min_precision_at_3": min_precision_at_3, "cutoff": _CUTOFF})
     queries = load_query_sets(query_sets, required=[judged_query_set])[judged_query_set]
     jfile = load_judgments(judgments, missing_ok=True)
     others = [load_judgments(path) for path in agreement_files]
@@ -396,18 +396,6 @@ def run(ctx: NotebookRun, *, judgments: str, agreement_files: Sequence[str], que
 
 #: The depth precision is judged at (seed 000 SC-006: the top 3).
 _CUTOFF = 3
-
-
-@dataclass
-class _NoCollection(NotApplicable):
-    """Not applicable, with the gates' labels filled (they name the bar and the depth)."""
-
-    fill: dict[str, Any] = field(default_factory=dict)
-
-    def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        for gate in self.gates:
-            gate.not_applicable(report, self.reason, fill=self.fill)
-        report.finding(f"Not applicable: {self.reason}")
 
 
 @dataclass
