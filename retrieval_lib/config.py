@@ -63,8 +63,7 @@ from retrieval_lib.errors import ConfigurationError
 VERSION = "0.1.0"
 
 __all__ = ["VERSION", "PROJECT_ROOT", "Secret", "Settings", "load_settings", "secret_values", "redact_url",
-           "SECRET_VARIABLES", "PROVIDER_DEFAULTS", "ProviderDefaults",
-           "resolve_run_dir"]
+           "SECRET_VARIABLES", "PROVIDER_DEFAULTS", "resolve_run_dir"]
 
 #: The project folder (where ``notebooks/``, ``params/`` and ``outputs/`` live).
 #: Derived from the package location so kernels started anywhere agree on it.

@@ -249,19 +249,23 @@ class ReadOnlyError(RetrievalError):
         self.collection = collection
 
 
-class VectorStoreError(RetrievalError):
-    """Qdrant failed.
+class _LocatedError(RetrievalError):
+    """A dependency at a known place failed (the common body of the two below).
 
     Attributes:
-        location: the URL without credentials, or the embedded folder.
+        location: the URL without credentials, or the embedded folder (Qdrant) or SQLite file (the database).
     """
 
     exit_code = 3
-    field_names = ("location",)
+    field_names: ClassVar[tuple[str, ...]] = ("location",)
 
     def __init__(self, message: str, *, location: str) -> None:
         super().__init__(message)
         self.location = location
+
+
+class VectorStoreError(_LocatedError):
+    """Qdrant failed."""
 
 
 class StoreUnavailableError(VectorStoreError):
@@ -272,19 +276,8 @@ class StoreLockedError(VectorStoreError):
     """The embedded store folder is held by another process (``location`` is the folder)."""
 
 
-class DatabaseUnavailableError(RetrievalError):
-    """The metadata database cannot be reached or answered with an error.
-
-    Attributes:
-        location: the database URL without credentials, or the SQLite file.
-    """
-
-    exit_code = 3
-    field_names: ClassVar[tuple[str, ...]] = ("location",)
-
-    def __init__(self, message: str, *, location: str) -> None:
-        super().__init__(message)
-        self.location = location
+class DatabaseUnavailableError(_LocatedError):
+    """The metadata database cannot be reached or answered with an error."""
 
 
 class RetrieverError(RetrievalError):

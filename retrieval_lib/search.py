@@ -31,8 +31,7 @@ from retrieval_lib.stores import ReadableStore, collection_stats, open_store, si
 from retrieval_lib.validation import MAX_TOP_K, validate_filter, validate_params, validate_query
 
 __all__ = ["Retriever", "open_collection", "ensure_compatible", "validate_query", "validate_params", "same_ranking",
-           "MAX_TOP_K",
-           "SCORE_TOLERANCE"]
+           "MAX_TOP_K", "SCORE_TOLERANCE"]
 
 #: Largest score difference at which two answers to the same query still count as identical.
 #: Scores are not bit-stable between calls: qdrant-client's local mode re-normalises the stored
@@ -301,8 +300,7 @@ class Retriever:
                     source_prefix: str | None = None, section: str | None = None, *,
                     batch_size: int | None = None, progress: bool = False) -> list[SearchResponse]:
         """:meth:`search` for many queries: embedded in batches of the embedder's own request limit (``batch_size``
-        by default :func:`~retrieval_lib.embedding.base.request_size`: Cohere 96, Gemini 100, OpenAI 2,048; a model
-        on this machine takes them all in one call), each batch searched in one batch.
+        by default :func:`~retrieval_lib.embedding.base.request_size`), each batch searched in one batch.
 
         Every query is validated before any is embedded, so one bad query fails
         the call before work is done. ``embed_ms`` and ``search_ms`` of each

@@ -12,7 +12,7 @@ from typing import Any
 
 from retrieval_lib.errors import ValidationError
 
-__all__ = ["MAX_TOP_K", "validate_query", "validate_params", "validate_filter"]
+__all__ = ["MAX_TOP_K", "validate_query", "validate_params", "validate_filter", "whole_number", "number_in"]
 
 #: Largest ``top_k`` served; larger requests are capped with a warning (seed 003 FR-012).
 MAX_TOP_K = 20
@@ -65,6 +65,42 @@ def validate_params(top_k: Any, similarity_threshold: Any) -> tuple[int, float, 
         raise ValidationError(f"similarity_threshold must be within [0, 1] (got {threshold})",
                               field="similarity_threshold")
     return top_k, threshold, warnings
+
+
+def whole_number(value: Any, field: str, *, low: int = 0, high: int | None = None, unit: str = "") -> int:
+    """``value`` as an ``int`` when it is a whole number (numpy's included, a bool not) from ``low`` (to ``high``).
+
+    Args:
+        field: the argument's name, as its caller knows it (the error names it).
+        unit: what is counted, for the message ("points": "a whole number of points >= 1").
+
+    Raises:
+        ValidationError: e.g. ``top_k must be a whole number from 1 to 100 (got 0)``, with ``field`` set.
+    """
+    number = int(value) if isinstance(value, Integral) and not isinstance(value, bool) else None
+    if number is None or number < low or (high is not None and number > high):
+        bounds = f">= {low}" if high is None else f"from {low} to {high}"
+        raise ValidationError(f"{field} must be a whole number{f' of {unit}' if unit else ''} {bounds} "
+                              f"(got {value!r})", field=field)
+    return number
+
+
+def number_in(value: Any, field: str, low: float | None = None, high: float | None = None, *,
+              above: bool = False) -> float:
+    """``value`` as a ``float`` when it is a number (a bool and NaN not) within [``low``, ``high``] (a bound left
+    None is open); ``above``: strictly greater than ``low`` (``timeout_s`` > 0).
+
+    Raises:
+        ValidationError: e.g. ``min_recall must be a number from 0 to 1 (got 1.5)``, with ``field`` set.
+    """
+    number = not isinstance(value, bool) and isinstance(value, Real) and not math.isnan(value)
+    if not number or (low is not None and (value <= low if above else value < low)) or \
+            (high is not None and value > high):
+        bounds = ([f"{'>' if above else '>='} {low:g}"] if low is not None else []) + \
+            ([f"<= {high:g}"] if high is not None else [])
+        said = f"from {low:g} to {high:g}" if len(bounds) == 2 and not above else " and ".join(bounds)
+        raise ValidationError(f"{field} must be a number {said}".rstrip() + f" (got {value!r})", field=field)
+    return float(value)
 
 
 def _require_encodable(value: str, name: str) -> None:

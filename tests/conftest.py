@@ -22,6 +22,35 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+def pytest_xdist_make_scheduler(config, log):
+    """``--dist loadgroup`` as documented: a module marked ``xdist_group`` runs on one worker, so its costly module
+    and session fixtures are built once (``make test``).
+
+    pytest 9.2 no longer sees the ``@group`` suffix pytest-xdist 3.8 appends to node ids, so its own loadgroup
+    silently hands those tests out one by one (pytest-dev/pytest-xdist#1386) and each worker built the fixtures
+    again. The scheduler runs where no test is collected, so it reads the mark from the module's source."""
+    if config.getvalue("dist") != "loadgroup":
+        return None
+    from pathlib import Path
+
+    from xdist.scheduler import LoadScopeScheduling
+
+    grouped: dict[str, bool] = {}
+
+    def one_worker(module: str) -> bool:
+        if module not in grouped:
+            path = Path(config.rootpath, module)
+            grouped[module] = path.is_file() and "pytest.mark.xdist_group(" in path.read_text(encoding="utf-8")
+        return grouped[module]
+
+    class ModuleGroups(LoadScopeScheduling):
+        def _split_scope(self, nodeid: str) -> str:
+            module = nodeid.split("::", 1)[0]
+            return module if one_worker(module) else nodeid
+
+    return ModuleGroups(config, log)
+
+
 #: Figures the suite measured (fault cases run, hostile inputs tried, load throughput), printed
 #: in their own section at the end of the run by :func:`pytest_terminal_summary`.
 _FIGURES: list[str] = []

@@ -1,8 +1,10 @@
-"""What the remote-embedder tests (OpenAI, Gemini) share: a recording sleep, the secret scan, the service's 502.
+"""What the remote-embedder tests (Cohere, OpenAI, Gemini) share: a recording sleep, a clock moved only by the waits
+asked for, the timeouts httpx enforced, the secret scan, the service's 502.
 
 Time: no assertion depends on how fast the machine is. Retry waits are the delays the embedder asked for
-(:class:`RecordingSleep` records them and really sleeps a few milliseconds at most); attempts are counted by the
-fakes and by the embedder.
+(:class:`RecordingSleep` records them and really sleeps a few milliseconds at most); the retry budget is spent on a
+:class:`FakeClock`; a timeout is the value httpx enforced on each request (:func:`record_sent_timeouts`); attempts
+are counted by the fakes and by the embedder.
 """
 
 from __future__ import annotations
@@ -15,7 +17,7 @@ from typing import Any
 
 from service_fixtures import BagOfWordsEmbedder, client_for, small_retriever, sqlite_db
 
-__all__ = ["RecordingSleep", "assert_no_secret", "service_answers"]
+__all__ = ["FakeClock", "RecordingSleep", "assert_no_secret", "record_sent_timeouts", "service_answers", "uniform"]
 
 
 class RecordingSleep:
@@ -27,6 +29,56 @@ class RecordingSleep:
     def __call__(self, seconds: float) -> None:
         self.delays.append(seconds)
         time.sleep(min(seconds, 0.005))
+
+
+class FakeClock:
+    """Stands in for the ``time`` module of the shared retry loop (``retrieval_lib.embedding.base``): ``monotonic()``
+    moves only by :meth:`sleep`, which records each wait in ``delays``. The retry budget is then spent by exactly
+    the waits asked for, however long the requests themselves take on a busy machine."""
+
+    def __init__(self) -> None:
+        self.now = 1000.0
+        self.delays: list[float] = []
+
+    def monotonic(self) -> float:
+        return self.now
+
+    def sleep(self, seconds: float) -> None:
+        self.delays.append(seconds)
+        self.now += seconds
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(time, name)
+
+
+def uniform(seconds: float) -> dict[str, float]:
+    """An httpx timeout of ``seconds`` for every phase (connect, read, write, pool), as the SDKs pass one number."""
+    return {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
+
+
+def record_sent_timeouts(monkeypatch: Any) -> list[Any]:
+    """The timeout httpx enforced on each request this process sends from now on, in order
+    (``request.extensions["timeout"]``), for both flavours the SDKs use: ``httpx`` (cohere, google-genai) and
+    ``httpx2`` (openai)."""
+    import httpx
+
+    seen: list[Any] = []
+    flavours = [httpx]
+    try:
+        import httpx2
+
+        flavours.append(httpx2)
+    except ImportError:  # pragma: no cover - pinned through openai
+        pass
+    for flavour in flavours:
+        send = flavour.Client.send
+
+        def recording_send(self: Any, request: Any, *args: Any, _send: Any = send, **kwargs: Any) -> Any:
+            seen.append(request.extensions.get("timeout"))
+            return _send(self, request, *args, **kwargs)
+
+        monkeypatch.setattr(flavour.Client, "send", recording_send)
+    return seen
 
 
 def assert_no_secret(secret: str, *objects: Any, logs: str = "") -> None:

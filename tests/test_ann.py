@@ -147,3 +147,23 @@ def test_the_check_runs_through_a_notebooks_context_and_its_command(tmp_path, mo
     out = json.loads(capsys.readouterr().out)
     assert out["applicable"] is False and out["slices"] == [] and out["gates"] == [] and out["passed"]
     assert out["index"]["engine"] == "local" and any("local mode searches exactly" in f for f in out["findings"])
+
+
+def test_the_check_needs_no_embedding_key(tmp_path, monkeypatch, capsys):
+    """The queries are stored vectors: no embedder is built, so a model that cannot be loaded here (a hosted
+    provider out of reach, a model folder on another machine) does not stop the check."""
+    import json
+
+    from retrieval_lib.cli.main import main
+
+    with VectorStore.at_path(tmp_path / "l") as store:
+        store.create_collection("c", DIM)
+        store.upsert("c", _points()[:100])
+    for name, value in {"QDRANT_PATH": str(tmp_path / "l"), "QDRANT_COLLECTION_NAME": "c", "QDRANT_URL": "",
+                        "QDRANT_API_KEY": "", "QDRANT_ENGINE": "", "EMBEDDING_PROVIDER": "sentence-transformers",
+                        "EMBEDDING_MODEL": str(tmp_path / "no-such-model")}.items():
+        monkeypatch.setenv(name, value)
+    assert main(["ann", "--json", "--queries", "20"]) == 0
+    out = json.loads(capsys.readouterr().out)
+    assert out["index"]["engine"] == "local" and out["index"]["points_count"] == 100
+    assert out["metrics"]["embed_calls"] == 0

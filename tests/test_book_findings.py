@@ -340,11 +340,11 @@ def test_docs_or_sitemap_on_the_command_line_names_the_book_and_drops_the_profil
     params = {"book_docs": "sample_book", "book_sitemap": ""}
     sitemap = tmp_path / "sitemap.xml"
     sitemap.write_text("<urlset/>", encoding="utf-8")
-    _prepare(Namespace(docs=None, sitemap=str(sitemap)), params)
+    _prepare(Namespace(docs=None, sitemap=str(sitemap)), params, None)
     assert params == {"book_docs": "", "book_sitemap": str(sitemap)}
-    _prepare(Namespace(docs=str(tmp_path), sitemap=None), params)
+    _prepare(Namespace(docs=str(tmp_path), sitemap=None), params, None)
     assert params == {"book_docs": str(tmp_path), "book_sitemap": ""}
     with pytest.raises(ValidationError, match="--sitemap .*no such file"):
-        _prepare(Namespace(docs=None, sitemap=str(tmp_path / "missing.xml")), params)
+        _prepare(Namespace(docs=None, sitemap=str(tmp_path / "missing.xml")), params, None)
     with pytest.raises(ValidationError, match="--docs .*no such folder"):
-        _prepare(Namespace(docs=str(tmp_path / "missing"), sitemap=None), params)
+        _prepare(Namespace(docs=str(tmp_path / "missing"), sitemap=None), params, None)

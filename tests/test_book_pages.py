@@ -17,7 +17,7 @@ from retrieval_lib.ingest import documents
 
 def test_the_ingest_and_the_book_share_one_route_rule():
     assert documents.docusaurus_route is docusaurus_route
-    assert documents._split_front_matter.__module__ == "retrieval_lib.book.routes"
+    assert documents.split_front_matter.__module__ == "retrieval_lib.book.routes"
 
 
 @pytest.mark.parametrize("rel, expected", [

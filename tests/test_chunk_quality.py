@@ -9,7 +9,7 @@ from fakes.embedders import FakeEmbedder
 from retrieval_lib.checks.collection import chunk_quality as chunks
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.ingest import SAMPLE_BOOK
-from retrieval_lib.ingest.chunking import chunk_markdown, default_count_tokens
+from retrieval_lib.ingest.chunking import SPECIAL_TOKENS, chunk_markdown, default_count_tokens
 from retrieval_lib.ingest.documents import discover_documents, is_stub, read_document
 from retrieval_lib.search import Retriever
 from retrieval_lib.stores.qdrant import VectorStore
@@ -44,7 +44,7 @@ def test_chunks_past_the_window_are_listed_with_the_share_never_seen() -> None:
     study = handmade_study()
     (past,) = study.past_window
     assert past.chunk_id == "a/page.md#1" and past.section == "Long"
-    read = default_count_tokens("Page\n" + LONG) + chunks.SPECIAL_TOKENS
+    read = default_count_tokens("Page\n" + LONG) + SPECIAL_TOKENS
     assert past.read == read and past.unseen_share == pytest.approx((read - WINDOW) / read)
     total = sum(c.read for c in study.chunks)
     assert study.unseen_text_share == pytest.approx((read - WINDOW) / total)
@@ -124,12 +124,7 @@ def test_a_collection_made_with_fixed_1000_token_windows_reports_truncation_and_
     ours = [dict(chunk_id=f"{s}#{c.sequence}", source_file=s, title=t, section_title=c.section_title,
                  content=c.text)
             for s, t, b in book_bodies()
-            for c in chunk_markdown(b, title=t, window_tokens=window - chunks.SPECIAL_TOKENS)]
+            for c in chunk_markdown(b, title=t, window_tokens=window - SPECIAL_TOKENS)]
     study = chunks.measure_chunks(ours, default_count_tokens, window)
     assert study.past_window == [] and study.unseen_text_share == 0.0
     assert study.fragment_share < foreign.fragment_share or study.fragment_share < 0.04
-
-
-def test_approximation_error_is_relative_to_the_reference() -> None:
-    mean, worst = chunks.approximation_error(["a b", "c d e f"], lambda t: 3, lambda t: len(t.split()))
-    assert mean == pytest.approx((0.5 + 0.25) / 2) and worst == pytest.approx(0.5)

@@ -9,11 +9,12 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_lib.checks.comparison import _stats as st
+from retrieval_lib.checks import statistics as st
 from retrieval_lib.checks.comparison import compare
 from retrieval_lib.checks.comparison.compare import compare_runs, find_baseline
 from retrieval_lib.cli.main import main
 from retrieval_lib.errors import RunsNotComparableError, ValidationError
+from retrieval_lib.params import DEFAULT_PROFILE, load_profile
 from retrieval_lib.workbook.runfiles import FORMAT, query_id
 
 QUERIES = [f"question {i}" for i in range(10)]
@@ -56,6 +57,8 @@ def test_same_runs_exit_0_and_nothing_changes(runs, capsys):
     assert main(["compare", str(runs["base"]), str(runs["same"]), "--json"]) == 0
     out = json.loads(capsys.readouterr().out)
     assert out["exit_code"] == 0 and all(m["delta"] == 0 for m in out["metrics"])
+    demo = load_profile(DEFAULT_PROFILE).values  # no --alpha, no --min-effect: the default profile's values
+    assert (out["alpha"], out["min_effect"]) == (demo["compare_alpha"], demo["compare_min_effect"])
     assert all(q["rbo"] == 1 and not q["top1_changed"] for q in out["queries"])
 
 

@@ -22,6 +22,7 @@ from retrieval_lib import VectorStore
 from retrieval_lib.checks.collection import collection_health as health
 from retrieval_lib.checks.collection import embedding_contract as contract
 from retrieval_lib.cli.commands import gate_exit_code
+from retrieval_lib.collection.ours import embedded_text
 from retrieval_lib.embedding.providers import CohereEmbedder
 from retrieval_lib.errors import ModelMismatchError, ValidationError
 from retrieval_lib.search import ensure_compatible
@@ -35,7 +36,7 @@ def fill(store: VectorStore, name: str, docs, embed, model: str, dimension: int)
     """A collection of ``docs`` whose vectors are ``embed(texts)`` of the text ingest embeds."""
     store.create_collection(name, dimension)
     payloads = [make_payload(d, model) for d in docs]
-    vectors = embed([contract.document_text(p) for p in payloads])
+    vectors = embed([embedded_text(p) for p in payloads])
     store.upsert(name, [models.PointStruct(id=d["id"], vector=v, payload=p)
                         for d, p, v in zip(docs, payloads, vectors)])
 
@@ -80,9 +81,9 @@ def test_a_sample_no_larger_than_k_leaves_the_self_retrieval_gate_not_applicable
     assert gate.passed is None and "not applicable" in gate.detail and gate.parameter == "max_self_retrieval_drop"
 
 
-def test_document_text_is_the_title_line_then_the_content():
-    assert contract.document_text({"title": "Gazebo Basics", "content": "Worlds."}) == "Gazebo Basics\nWorlds."
-    assert contract.document_text({"content": "Worlds."}) == "Worlds."
+def test_the_embedded_text_is_the_title_line_then_the_content():
+    assert embedded_text({"title": "Gazebo Basics", "content": "Worlds."}) == "Gazebo Basics\nWorlds."
+    assert embedded_text({"content": "Worlds."}) == "Worlds."
 
 
 def test_probe_query_takes_the_first_prose_sentence_not_headings_code_or_bold_lines():
@@ -228,7 +229,7 @@ def test_ingest_embeds_exactly_document_text(book, embedder):
 
     prepared, _, _ = prepare_documents(SAMPLE_BOOK, embedder)
     chunks = [c for items in prepared.values() for c in items]
-    assert chunks and all(contract.document_text(c.payload) == c.embed_text for c in chunks)
+    assert chunks and all(embedded_text(c.payload) == c.embed_text for c in chunks)
 
 
 def test_rotated_vectors_pass_dimension_and_model_checks_but_fail_as_a_different_model(book, embedder):

@@ -27,6 +27,7 @@ from fakes.tcp import closed_port
 from retrieval_lib import VectorStore
 from retrieval_lib.checks.collection import embedding_contract as contract
 from retrieval_lib.cli.commands.plan import RunPlan
+from retrieval_lib.collection.ours import embedded_text
 from retrieval_lib.config import load_settings
 from retrieval_lib.embedding import (
     E5Embedder,
@@ -63,7 +64,7 @@ def fill(store: VectorStore, name: str, emb, input_type: str) -> None:
 
     store.create_collection(name, emb.dimension)
     payloads = [make_payload(d, emb.model) for d in SHORT]
-    vectors = emb.embed_as([contract.document_text(p) for p in payloads], input_type)
+    vectors = emb.embed_as([embedded_text(p) for p in payloads], input_type)
     store.upsert(name, [models.PointStruct(id=d["id"], vector=v, payload=p)
                         for d, p, v in zip(SHORT, payloads, vectors)])
 

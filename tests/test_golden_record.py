@@ -68,7 +68,7 @@ def test_each_outcome_carries_its_relevant_pages_and_the_report_gives_the_trec_q
     assert gazebo.relevant_pages == () and intro.relevant_pages == (SITE + "/docs/intro",)
     assert pizza.kind == "negative" and pizza.relevant_pages == ()
     # golden queries only, numbered in set order; a query with no relevant page keeps a stand-in so it scores 0
-    assert v.qrels == {"q0": {page: 1 for page in ik.relevant_pages}, "q1": {NO_RELEVANT_PAGE: 1}}
+    assert golden.trec_qrels(v.outcomes) == {"q0": {page: 1 for page in ik.relevant_pages}, "q1": {NO_RELEVANT_PAGE: 1}}
     assert (ik.threshold, intro.threshold, pizza.threshold) == (0.6, 0.7, 0.4)
     assert ik.expected_url_patterns == ("/docs/m1",)
     # ik finds its page at rank 1, gazebo has none: hit@2 and MRR are 1/2

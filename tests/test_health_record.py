@@ -52,7 +52,6 @@ def gate(report: NotebookReport, start: str):
 def test_duplicate_share_counts_the_copies_beyond_the_first_of_each_group():
     scan = scan_of(20, duplicates={"h1": 3, "h2": 2})
     assert scan.extra_copies == 3 and scan.duplicate_share == pytest.approx(3 / 20)
-    assert scan.as_dict()["duplicate_share"] == pytest.approx(0.15)
     empty = scan_of(0)
     assert empty.extra_copies == 0 and empty.duplicate_share == 0.0
 
@@ -272,3 +271,54 @@ def test_the_collection_checks_are_not_applicable_when_only_a_teams_retriever_is
         ("health.model", None), ("health.dimension", None)]
     assert all("only the chatbot's retriever" in g.detail for g in report.gates)
     assert str(results[0]) == "not applicable: only the chatbot's retriever is configured"
+
+
+# ---------------------------------------------------------------------- what a collection does not hold
+def test_a_collection_whose_roles_map_no_field_is_judged_where_it_can_be(tmp_path):
+    """Its payloads carry only a key no role maps: the scan counts the points (it used to stop on "fields must be a
+    non-empty list"), completeness and duplicates are not applicable with their reason, no point is called foreign,
+    and the point count and the dimension are still judged."""
+    from qdrant_client import models
+
+    from retrieval_lib.config import load_settings
+    from retrieval_lib.workbook.report import NotebookRun
+
+    with VectorStore.at_path(tmp_path / "store") as store:
+        store.create_collection("c", 384)
+        store.upsert("c", [models.PointStruct(id=i + 1, vector=[1.0] + [0.0] * 383, payload={"colour": "red"})
+                           for i in range(12)])
+    env = {"QDRANT_PATH": str(tmp_path / "store"), "QDRANT_COLLECTION_NAME": "c", "QDRANT_URL": "",
+           "QDRANT_API_KEY": "", "QDRANT_ENGINE": "", "EMBEDDING_PROVIDER": "local", "EMBEDDING_MODEL": ""}
+    ctx = NotebookRun("07_collection_health", "t", tmp_path / "run", settings=load_settings(env=env))
+    try:
+        assert ctx.shared_dir is not None  # the run's shared scan is asked for, and must not stop the check
+        result = health.run(ctx, **THRESHOLDS)
+        assert isinstance(result, health.CollectionHealth)
+        result.record(ctx.report, show=False)
+    finally:
+        ctx.close()
+    assert result.scan.held == [] and result.scan.points == 12 and result.scan.foreign_model_points == 0
+    assert [(g.id, g.passed) for g in ctx.report.gates] == [
+        ("health.min_points", True), ("health.completeness", None), ("health.duplicates", None),
+        ("health.model", None), ("health.dimension", True)]
+    details = {g.id: g.detail for g in ctx.report.gates}
+    assert "holds none of the fields the workbook reads" in details["health.completeness"]
+    assert "neither a content hash nor the chunk text" in details["health.duplicates"]
+    assert not any("other than" in w for w in result.warnings)  # no model name is not another model
+    assert any(f.startswith("metadata completeness not applicable:") for f in ctx.report.findings)
+    assert any(f.startswith("duplicates not applicable:") for f in ctx.report.findings)
+    assert str(result).splitlines()[0] == "12 points scanned; metadata completeness not applicable (no field held)"
+
+
+def test_duplicates_are_told_by_hash_else_by_text_else_not_judged(tmp_path):
+    held = [f for f in PAYLOAD_FIELDS if f != "content_hash"]
+    by_text = PayloadScan(**{**vars(scan_of(12, duplicates={"t": 2})), "held": held})
+    assert (scan_of(12).duplicates_by, by_text.duplicates_by) == ("content_hash", "identical-text")
+    g = gate(record(by_text, stats_of(12), tmp_path / "text"), "duplicate share")
+    assert (g.passed, g.detail) == (False, "1 identical-text groups, 1 extra copies")
+    no_text = PayloadScan(**{**vars(scan_of(12)), "held": ["source_file", "title"]})
+    assert no_text.duplicates_by is None
+    report = record(no_text, stats_of(12), tmp_path / "none")
+    g = gate(report, "duplicate share")
+    assert g.passed is None and "cannot be compared" in g.detail
+    assert gate(report, "metadata completeness").passed is True  # the two fields it holds are still judged

@@ -97,7 +97,7 @@ def test_partly_judged_top_3_gives_bounds_and_says_how_much_was_judged(retriever
     ev = judged.evaluate_judged(retriever, ["q"], [j(0, 2), j(1, 0)], top_k=3)
     assert [r.state for r in ev.rows] == ["judged", "judged", "unjudged"]
     assert ev.precision_low == pytest.approx(1 / 3) and ev.precision_high == pytest.approx(2 / 3)
-    assert ev.judged_top == (2, 3)
+    assert ev.judged(3) == (2, 3)
     assert "between 0.333" in ev.precision_text() and "2 of 3 top-3 results judged" in ev.precision_text()
     assert list(judged.unjudged_frame(ev)["chunk_id"]) == ["c#2"]
     report = NotebookReport("13_judgments", "t", tempfile.mkdtemp())

@@ -16,9 +16,9 @@ from retrieval_lib.ingest import ingest
 from retrieval_lib.ingest.pipeline import SAMPLE_BOOK
 from retrieval_lib.judging.judgments import (
     Judgment,
+    JudgmentFile,
     collection_hashes,
     load_judgments,
-    new_judgment_file,
     qrels_text,
     query_id,
     save_judgments,
@@ -66,7 +66,7 @@ def write(tmp_path: Path, entries: list, **top) -> Path:
 
 # --------------------------------------------------------------------------- files
 def test_a_saved_file_loads_back_equal_and_reads_as_qrels(tmp_path):
-    jf = new_judgment_file(tmp_path / "sub" / "j.yaml", judge="ann", about="read each chunk")
+    jf = JudgmentFile(path=tmp_path / "sub" / "j.yaml", judge="ann", about="read each chunk")
     jf.put(Judgment("q1", "a.md#0", sha("alpha"), 2, "ann", CLOCK, "defines it"))
     jf.put(Judgment("q1", "a.md#1", sha("beta"), 0, "bob", CLOCK))
     save_judgments(jf)
@@ -132,7 +132,7 @@ def test_rechunking_the_sample_book_makes_judgments_stale(tmp_path):
     with VectorStore.in_memory() as a, VectorStore.in_memory() as b:
         ingest(a, emb, "book", SAMPLE_BOOK, max_tokens=200, progress=False)
         ingest(b, emb, "book", SAMPLE_BOOK, max_tokens=120, progress=False)
-        jf = new_judgment_file(tmp_path / "j.yaml", judge="ann")
+        jf = JudgmentFile(path=tmp_path / "j.yaml", judge="ann")
         for response in Retriever(a, emb, "book").search_many(queries, top_k=3):
             for r in response.results:
                 jf.put(Judgment(response.query_text, r.chunk_id or "", r.content_hash or "", 2, "ann", CLOCK))
@@ -167,7 +167,7 @@ def test_each_grade_is_saved_at_once_and_progress_counts_it(tmp_path):
 
 
 def test_already_judged_pairs_are_skipped_unless_their_text_changed_or_another_judge_made_them(tmp_path):
-    jf = new_judgment_file(tmp_path / "j.yaml")
+    jf = JudgmentFile(path=tmp_path / "j.yaml")
     jf.put(Judgment("q1", "a.md#0", sha("alpha"), 2, "ann", CLOCK))   # same judge, same text: skipped
     jf.put(Judgment("q1", "a.md#1", sha("old beta"), 0, "ann", CLOCK))  # same judge, old text: judge again
     jf.put(Judgment("q2", "a.md#0", sha("alpha"), 1, "bob", CLOCK))    # another judge: still ann's to do
@@ -192,7 +192,7 @@ def test_undo_takes_back_the_last_judgment_on_disk_and_shows_it_again(tmp_path):
 
 
 def test_undo_of_a_re_judgment_restores_the_earlier_grade(tmp_path):
-    jf = new_judgment_file(tmp_path / "j.yaml")
+    jf = JudgmentFile(path=tmp_path / "j.yaml")
     jf.put(Judgment("q1", "a.md#0", sha("old alpha"), 1, "ann", CLOCK))
     save_judgments(jf)
     s = LabelingSession(items(), load_judgments(jf.path), judge="ann", clock=lambda: CLOCK)
@@ -260,7 +260,7 @@ def test_a_crash_while_writing_the_temporary_file_leaves_the_previous_file_whole
 
 # --------------------------------------------------------------------------- the widget (no browser)
 def test_the_widget_waits_for_a_judge_name_then_judges_as_that_judge(tmp_path):
-    jf = new_judgment_file(tmp_path / "j.yaml")
+    jf = JudgmentFile(path=tmp_path / "j.yaml")
     jf.put(Judgment("q1", "a.md#0", sha("alpha"), 2, "bob", CLOCK))
     view = LabelingWidget(LabelingSession(items(), jf, judge=""))
     assert all(b.disabled for b in view.buttons) and "enter your name" in view.status.value

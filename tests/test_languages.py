@@ -63,27 +63,27 @@ def test_overlap_is_one_for_the_same_words_and_low_for_other_words(retriever):
     assert by["same"].mean_jaccard == 1.0 and by["same"].top1_agreement == 1.0 and by["same"].served
     assert by["other"].mean_jaccard < 0.5 and not by["other"].served
     assert c.worst is by["other"]
-    frame = languages.pairs_frame(c)
+    frame = c.pairs()
     assert len(frame) == 2 * len(ENGLISH) and set(frame["language"]) == {"same", "other"}
-    assert list(languages.summary_frame(c)["served"]) == [True, False]
+    assert list(c.summary()["served"]) == [True, False]
 
 
 def test_the_gate_is_optional_and_fires_on_the_worst_language(retriever):
     c = languages.compare_languages(retriever, SETS, top_k=3)
     off = report()
-    languages.record(off, c, min_cross_lingual_jaccard=None)
+    c.record(off, min_cross_lingual_jaccard=None)
     assert off.gates == [] and off.metrics["languages_served"] == 1
     assert any("does not serve other readers" in f for f in off.findings)
     on = report()
-    languages.record(on, c, min_cross_lingual_jaccard=0.5)
+    c.record(on, min_cross_lingual_jaccard=0.5)
     assert [g.passed for g in on.gates] == [False] and gate_exit_code(on.gates) == 1
     assert on.gates[0].parameter == "min_cross_lingual_jaccard" and "other" in on.gates[0].detail
     served_only = languages.compare_languages(retriever, {k: SETS[k] for k in ("en", "same")}, top_k=3)
     ok = report()
-    languages.record(ok, served_only, min_cross_lingual_jaccard=0.5)
+    served_only.record(ok, min_cross_lingual_jaccard=0.5)
     assert ok.passed
     with pytest.raises(ValidationError):
-        languages.record(report(), c, min_cross_lingual_jaccard=1.5)
+        c.record(report(), min_cross_lingual_jaccard=1.5)
 
 
 @pytest.mark.timeout(900)  # the session fixture `book` may ingest the sample book here
@@ -96,7 +96,7 @@ def test_minilm_does_not_serve_chinese_or_arabic_readers_of_the_sample_book(book
     assert len(DOCS) and c.chance_jaccard < 0.2
     # the e5 profile's gate is one an English-only model fails, with the hint naming the offline multilingual model
     gated = report()
-    languages.record(gated, c, min_cross_lingual_jaccard=load_profile(E5_PROFILE).values["min_cross_lingual_jaccard"])
+    c.record(gated, min_cross_lingual_jaccard=load_profile(E5_PROFILE).values["min_cross_lingual_jaccard"])
     assert [g.passed for g in gated.gates] == [False] and "EMBEDDING_PROVIDER=e5" in gated.gates[0].hint
 
 

@@ -164,9 +164,10 @@ def test_percentile_table_and_figure():
     import matplotlib.pyplot as plt
 
     timed = samples([10.0, 20.0, 30.0, 40.0])
-    table = latency.percentiles_frame(timed, decimals=1).set_index("timing")
+    result = latency.Latency(["q"], 1, 1, timed, concurrent(), Warmup(1.0, 1.0), p95_target_ms=1500, note=NOTE)
+    table = result.tables()["percentiles_sequential"].set_index("timing")
     assert table.loc["call_ms", "p50"] == 25.0 and table.loc["call_ms", "max"] == 40.0
-    assert table.loc["embed_ms", "p95"] == pytest.approx(34.6)
+    assert table.loc["embed_ms", "p95"] == pytest.approx(34.65)
     fig = latency.figure(timed, concurrent(), 1500)
     try:
         box, bars = fig.axes

@@ -34,6 +34,7 @@ from retrieval_lib.checks.collection import embedding_contract as contract
 from retrieval_lib.checks.retrieval import query
 from retrieval_lib.checks.stability import latency
 from retrieval_lib.cli.commands.plan import RunPlan
+from retrieval_lib.collection.ours import embedded_text
 from retrieval_lib.embedding import (
     CohereEmbedder,
     GeminiEmbedder,
@@ -85,7 +86,7 @@ def build(store: VectorStore, emb: Any) -> None:
 
     store.create_collection("book", emb.dimension)
     payloads = [make_payload(d, emb.model) for d in SHORT]
-    vectors = emb.embed_documents([contract.document_text(p) for p in payloads])
+    vectors = emb.embed_documents([embedded_text(p) for p in payloads])
     store.upsert("book", [models.PointStruct(id=d["id"], vector=v, payload=p)
                           for d, p, v in zip(SHORT, payloads, vectors)])
 

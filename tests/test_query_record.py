@@ -55,7 +55,7 @@ def test_a_missing_payload_field_fails_the_metadata_gate(tmp_path):
     meta = gates(report)["every result carries full metadata"]
     assert not meta.passed and meta.value == ["title", "token_count"]
     assert meta.detail == "missing: title, token_count"
-    assert query.missing_fields([answer("q", [hit(0.8)])]) == []
+    assert gates(recorded([answer("q", [hit(0.8)])], tmp_path=tmp_path))["every result carries full metadata"].passed
 
 
 def test_more_results_than_top_k_or_a_score_below_the_threshold_fail_the_limits_gate(tmp_path):
@@ -71,7 +71,8 @@ def test_the_limit_is_the_served_top_k_capped_at_max_top_k(tmp_path):
     full = answer("many", [hit(0.9 - i / 100, f"m/{i}.md") for i in range(MAX_TOP_K)], top_k=MAX_TOP_K)
     limits = gates(recorded([full], top_k=MAX_TOP_K + 10, tmp_path=tmp_path))["top_k and threshold respected"]
     assert limits.passed and limits.detail.startswith(f"at most {MAX_TOP_K} results per query")
-    assert query.over_limits([full], MAX_TOP_K - 1, 0.0) == ["many"]
+    over = gates(recorded([full], top_k=MAX_TOP_K - 1, tmp_path=tmp_path))["top_k and threshold respected"]
+    assert not over.passed and over.detail.endswith("broken by: 'many'")
 
 
 def test_a_no_match_query_with_results_or_without_a_warning_fails(tmp_path):

@@ -20,7 +20,6 @@ from qdrant_client import models
 
 from retrieval_lib import VectorStore
 from retrieval_lib.checks.collection import _offtopic as offtopic
-from retrieval_lib.checks.collection import _reach_report as reach_report
 from retrieval_lib.checks.collection import reachability
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.ingest import prepare_documents
@@ -223,7 +222,7 @@ def test_a_planted_generic_chunk_near_everything_is_found_as_a_hub(book_points, 
     store = _copy_of_book(book_points, [hub])
     study = reachability.measure(store, SAMPLE_COLLECTION, top_k=10)
     planted = study.table.ids.index(hub.id)
-    assert study.hub_rows[0] == planted, reach_report.hub_frame(study).to_string()
+    assert study.hub_rows[0] == planted, [study.table.files[r] for r in study.hub_rows[:5]]
     assert study.occurrence[planted] > 5 * study.top_k  # in five times as many top-10 lists as a chunk on average
     report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
     off = offtopic.measure_offtopic(study.table.files, study.table.titles, study.table.vectors)
@@ -251,7 +250,8 @@ def test_anti_hubs_are_counted_exactly_on_a_handmade_collection(k, expected):
     study = reachability.measure(store, "angles", top_k=k)
     assert study.occurrence.tolist() == expected
     assert study.antihub_rows == [4] and study.antihub.share == pytest.approx(0.2) and study.antihub.exact
-    frame = reach_report.antihub_frame(study)
+    off = offtopic.measure_offtopic(study.table.files, study.table.titles, study.table.vectors)
+    frame = reachability.Reachability(study, off, None, **GATES).tables()["antihubs"]
     assert frame["source_file"].tolist() == ["f4.md"]
 
 

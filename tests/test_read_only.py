@@ -1,9 +1,9 @@
 """The workbook never writes to a collection it did not build.
 
 A collection built the way a team's pipeline builds one (md5 ids, ``text/url/title/chunk_index``, no model name)
-is fingerprinted (points, payloads, vectors, payload indexes, config), then ``inspect --write-profile`` and a full
-``run`` with that profile go over it, then it is fingerprinted again: the two must be identical. ``ingest`` must
-refuse it, and no hint may tell its owners to ``--recreate`` it.
+is fingerprinted (points, payloads, vectors, payload indexes, config), then ``inspect --write-profile`` and every
+notebook's check with that profile go over it, then it is fingerprinted again: the two must be identical.
+``ingest`` must refuse it, and no hint may tell its owners to ``--recreate`` it.
 """
 
 from __future__ import annotations
@@ -68,7 +68,13 @@ def their_store(tmp_path_factory, embedder):
 
 
 @pytest.mark.slow
-def test_a_full_run_leaves_a_foreign_collection_exactly_as_it_was(their_store, tmp_path):
+def test_every_check_leaves_a_foreign_collection_exactly_as_it_was(their_store, tmp_path, monkeypatch, capsys):
+    """Every notebook's check, through ``check NAME`` (the one entry its notebook calls too), in one process: the
+    notebooks add only their parameters and views, so this covers what a full ``run`` reads without starting 17
+    kernels (the full run through papermill is test_run_bill's)."""
+    from retrieval_lib.cli.main import main
+    from retrieval_lib.workbook.registry import NOTEBOOKS
+
     folder, env = their_store
     before = fingerprint(folder, COLLECTION)
     profile = tmp_path / "their_book.yaml"
@@ -76,22 +82,31 @@ def test_a_full_run_leaves_a_foreign_collection_exactly_as_it_was(their_store, t
     assert inspected.returncode == 0, inspected.stderr
     assert "built by another pipeline (read-only here)" in inspected.stdout
     assert "content               <- text" in inspected.stdout
-    # every notebook reads the collection; what it judges does not depend on how many rounds it times or how many
-    # concurrent requests it sends, so those are cut to the least (the full run's own cost is test_run_bill's)
+    # what each check judges does not depend on how many rounds it times or how many concurrent requests it
+    # sends, so those are cut to the least
     with profile.open("a", encoding="utf-8") as f:
         f.write("".join(f"{k}: {v}\n" for k, v in LIGHT.items()))
-    run = _cli("run", "--params", str(profile), "--out", str(tmp_path / "out"), "-q", env=env)
-    assert run.returncode in (0, 1), run.stderr  # gates may fail; no notebook may raise
+    for name in list(os.environ):
+        monkeypatch.delenv(name)
+    for name, value in env.items():
+        monkeypatch.setenv(name, value)
+    gates, said = [], [inspected.stdout, inspected.stderr]
+    for spec in NOTEBOOKS:
+        if spec.name == "compare":  # compares two runs' files: it reads no collection
+            continue
+        code = main(["check", spec.name, "--params", str(profile), "--out", str(tmp_path / spec.name), "--json"])
+        out, err = capsys.readouterr()
+        assert code in (0, 1), (spec.name, err)  # gates may fail; no check may raise
+        result = json.loads(out)
+        gates += result["gates"]
+        said += [out, err]
     assert fingerprint(folder, COLLECTION) == before
-    summary = json.loads(next((tmp_path / "out").glob("*/summary.json")).read_text())
-    assert not [o["notebook"] for o in summary["outcomes"] if o["status"] == "error"]
-    na = [g for g in summary["gates"] if g["passed"] is None]
+    na = [g for g in gates if g["passed"] is None]
     assert na and all(g["detail"].startswith("not applicable: ") and len(g["detail"]) > 30 for g in na)
-    everything = run.stdout + run.stderr + (next((tmp_path / "out").glob("*/index.html")).read_text())
-    assert "--recreate" not in everything
+    assert "--recreate" not in "".join(said)
     # 07's size gate judges the collection by its own count (13 points), not by the sample book's 150
     assert yaml.safe_load(profile.read_text())["min_points"] == 13
-    size = [g for g in summary["gates"] if g["name"] == "at least 13 points"]
+    size = [g for g in gates if g["name"] == "at least 13 points"]
     assert len(size) == 1 and size[0]["passed"] is True
 
 

@@ -29,7 +29,7 @@ def test_a_profile_retriever_is_reserved_and_travels_as_json_with_references_not
     path.write_text("profile: team\nretriever:\n  kind: http\n  url: http://127.0.0.1:8000/search\n"
                     "  headers:\n    X-Api-Key: ${TEAM_API_KEY}\n", encoding="utf-8")
     profile = load_profile(path, declared=set(), secrets={SECRET})
-    assert "retriever" in RESERVED_KEYS and profile.for_notebook({"retriever"}) == {}
+    assert "retriever" in RESERVED_KEYS  # the runner hands a kernel no reserved key: it travels in RETRIEVER_SPEC
     env = profile.environment()
     assert json.loads(env["RETRIEVER_SPEC"])["headers"] == {"X-Api-Key": "${TEAM_API_KEY}"}
     assert SECRET not in json.dumps(env)

@@ -10,14 +10,13 @@ from qdrant_client import models
 
 from retrieval_lib import Retriever, VectorStore
 from retrieval_lib.checks.retrieval._thresholds import (
+    THRESHOLDS,
     judge_threshold,
     recommend_threshold,
-    separation,
     threshold_tradeoff,
-    thresholds_grid,
     top1_scores,
 )
-from retrieval_lib.checks.retrieval.score_distributions import clip_counts, score_frame, top1_summary
+from retrieval_lib.checks.retrieval.score_distributions import ScoreStudy, clip_counts, top1_summary
 
 
 def unit(deg: float) -> list[float]:
@@ -63,7 +62,7 @@ def test_negative_cosines_are_clipped_to_zero_and_counted(angled):
 
 def test_score_frame_has_one_row_per_result_labelled_by_set(angled):
     near, far = angled.search_many(["near", "far"], top_k=2)
-    frame = score_frame({"in_domain": [near], "out_of_domain": [far]})
+    frame = ScoreStudy([near], [far], top_k=2).frame()
     assert list(frame["set"]) == ["in_domain", "in_domain", "out_of_domain", "out_of_domain"]
     assert list(frame["rank"]) == [1, 2, 1, 2]
     assert frame.loc[0, "source_file"] == "a.md" and frame.loc[2, "source_file"] == "b.md"
@@ -75,30 +74,28 @@ def test_empty_response_has_nan_top1_and_keeps_nothing(angled):
     empty = angled.search("far", top_k=2, similarity_threshold=0.5)
     assert empty.is_empty
     assert math.isnan(top1_scores([empty])[0])
-    table = threshold_tradeoff([math.nan], [0.2], thresholds=[0.0, 0.1])
-    assert list(table["in_domain_kept"]) == [0.0, 0.0]
+    table = threshold_tradeoff([math.nan], [0.2])
+    assert list(table["in_domain_kept"][:2]) == [0.0, 0.0]
 
 
 def test_separation_is_min_in_domain_minus_max_ood():
-    assert separation([0.9, 0.42, 0.7], [0.1, 0.24]) == pytest.approx(0.18)
-    assert separation([0.3], [0.5]) == pytest.approx(-0.2)
-    assert separation([0.6, math.nan], [0.2]) == pytest.approx(-0.2)  # a query without result counts as 0
+    assert recommend_threshold([0.9, 0.42, 0.7], [0.1, 0.24]).width == pytest.approx(0.18)
+    assert recommend_threshold([0.3], [0.5]).width == pytest.approx(-0.2)
+    # a query without result counts as 0
+    assert recommend_threshold([0.6, math.nan], [0.2]).width == pytest.approx(-0.2)
     with pytest.raises(ValueError):
-        separation([], [0.1])
+        recommend_threshold([], [0.1])
 
 
-def test_thresholds_grid_is_inclusive_and_clean():
-    grid = thresholds_grid()
-    assert len(grid) == 21 and grid[0] == 0.0 and grid[-1] == 1.0
-    assert grid[3] == 0.15 and grid[7] == 0.35
-    with pytest.raises(ValueError):
-        thresholds_grid(step=0)
+def test_the_thresholds_are_inclusive_and_clean():
+    assert len(THRESHOLDS) == 21 and THRESHOLDS[0] == 0.0 and THRESHOLDS[-1] == 1.0
+    assert THRESHOLDS[3] == 0.15 and THRESHOLDS[7] == 0.35
 
 
 def test_tradeoff_counts_queries_with_top1_at_or_above_threshold():
     in_top1 = [0.4, 0.6, 0.9, 0.35]
     ood_top1 = [0.1, 0.2, 0.35]
-    table = threshold_tradeoff(in_top1, ood_top1, thresholds=[0.0, 0.35, 0.5, 1.0])
+    table = threshold_tradeoff(in_top1, ood_top1).set_index("threshold").loc[[0.0, 0.35, 0.5, 1.0]]
     assert list(table["in_domain_kept"]) == [1.0, 1.0, 0.5, 0.0]
     assert list(table["ood_kept"]) == pytest.approx([1.0, 1 / 3, 0.0, 0.0])
     assert list(table["margin"]) == pytest.approx([0.0, 2 / 3, 0.5, 0.0])
@@ -110,7 +107,7 @@ def test_tradeoff_counts_queries_with_top1_at_or_above_threshold():
 
 def test_recommendation_is_the_midpoint_of_the_gap():
     gap = recommend_threshold([0.416, 0.9, 0.6], [0.236, 0.1])
-    assert gap.has_gap
+    assert gap.recommended is not None
     assert gap.highest_ood == pytest.approx(0.236) and gap.lowest_in_domain == pytest.approx(0.416)
     assert gap.width == pytest.approx(0.18)
     assert gap.recommended == pytest.approx(0.326)
@@ -118,7 +115,7 @@ def test_recommendation_is_the_midpoint_of_the_gap():
 
 def test_no_recommendation_when_the_sets_overlap_or_touch():
     overlap = recommend_threshold([0.3, 0.8], [0.5, 0.1])
-    assert not overlap.has_gap and overlap.recommended is None and overlap.width == pytest.approx(-0.2)
+    assert overlap.recommended is None and overlap.width == pytest.approx(-0.2)
     touch = recommend_threshold([0.5], [0.5])
     assert touch.recommended is None
 

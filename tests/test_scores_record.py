@@ -114,7 +114,7 @@ def test_measure_runs_both_sets_and_refuses_an_empty_one():
     retriever = CannedRetriever(canned)
     measured = scores.measure(retriever, ["a", "b"], ["x"], top_k=2)
     assert retriever.asked == [(["a", "b"], 2), (["x"], 2)]
-    assert measured.in_top1 == [0.9, 0.6] and measured.ood_top1 == [0.2] and measured.gap.has_gap
+    assert measured.in_top1 == [0.9, 0.6] and measured.ood_top1 == [0.2] and measured.gap.recommended is not None
     assert len(measured.frame()) == 6
     with pytest.raises(ValidationError) as err:
         scores.measure(retriever, ["a"], [], top_k=2)
@@ -123,11 +123,11 @@ def test_measure_runs_both_sets_and_refuses_an_empty_one():
 
 def test_argument_checks_are_validation_errors_naming_the_field():
     with pytest.raises(ValidationError) as err:
-        _thresholds.separation([], [0.1])
+        _thresholds.recommend_threshold([], [0.1])
     assert err.value.field == "in_top1"
     with pytest.raises(ValidationError) as err:
-        _thresholds.thresholds_grid(step=0)
-    assert err.value.field == "step"
+        _thresholds.recommend_threshold([0.1], [])
+    assert err.value.field == "ood_top1"
 
 
 def test_figures_mark_the_threshold_and_the_gap():

@@ -52,7 +52,7 @@ def test_sync_writes_every_row_then_changes_nothing(db):
     assert (first.inserted, first.updated, first.deleted) == (len(PAYLOADS), 0, 0)
     assert db.count() == len(PAYLOADS) == len({p["chunk_id"] for p in PAYLOADS})
     again = db.sync(PAYLOADS)
-    assert again.changed == 0 and again.unchanged == len(PAYLOADS)
+    assert (again.inserted, again.updated, again.deleted, again.unchanged) == (0, 0, 0, len(PAYLOADS))
     stored = _rows(db)[PAYLOADS[5]["chunk_id"]]
     assert stored == row_from_payload(PAYLOADS[5])
 

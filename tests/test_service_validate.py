@@ -162,15 +162,13 @@ def test_options_reach_the_app(tmp_path):
         assert client.search({"query": "a", "section": "x" * 200}).status == 413
 
 
-def test_an_api_target_by_url_is_not_ours_and_bad_urls_or_stores_are_configuration_errors(tmp_path):
-    from retrieval_lib.checks.service.api import ApiTarget
+def test_bad_api_urls_or_stores_are_configuration_errors(tmp_path):
+    from retrieval_lib.checks.service.api import own_service
     from retrieval_lib.errors import ConfigurationError
 
-    target = ApiTarget.open("http://127.0.0.1:9", load_settings(env={}))
-    assert not target.own and target.startup_seconds is None and "api_url" in target.describe()
-    target.close()
     with pytest.raises(ConfigurationError, match="api_url"):
-        ApiTarget.open("ftp://example.com", load_settings(env={}))
-    with pytest.raises(ConfigurationError, match="make sample"):
-        ApiTarget.open("", load_settings(env={"QDRANT_PATH": str(tmp_path / "none")}))
+        ApiClient("ftp://example.com")
+    with pytest.raises(ConfigurationError, match="make sample"), own_service(
+            load_settings(env={"QDRANT_PATH": str(tmp_path / "none")})):
+        pass
 

@@ -227,10 +227,10 @@ def test_results_without_text_name_the_key_the_collection_holds(book, collection
 
 
 def test_without_a_retriever_every_gate_is_not_applicable_with_the_reason(collection, golden, tmp_path):
-    for asker in (None, open_retriever(None, collection_retriever=collection)):
-        study, report = study_of(asker, collection, golden, tmp_path)
-        assert gates(report) == dict.fromkeys(IDS, None)
-        assert all("no retriever is configured" in g.detail for g in report.gates)
+    # no retriever: the profile's retriever is the collection itself
+    study, report = study_of(open_retriever(None, collection_retriever=collection), collection, golden, tmp_path)
+    assert gates(report) == dict.fromkeys(IDS, None)
+    assert all("no retriever is configured" in g.detail for g in report.gates)
 
 
 def test_without_a_golden_set_every_gate_is_not_applicable(book, collection, embedder, tmp_path):

@@ -21,6 +21,7 @@ from qdrant_client import models
 
 from retrieval_lib import VectorStore
 from retrieval_lib.checks.collection import embedding_contract as contract
+from retrieval_lib.collection.ours import embedded_text
 from retrieval_lib.config import PROJECT_ROOT, load_settings
 from retrieval_lib.embedding import SentenceTransformerEmbedder, make_embedder
 from retrieval_lib.errors import ConfigurationError
@@ -111,7 +112,7 @@ def test_the_contract_names_documents_embedded_as_queries(e5_style, stored_as):
     store = VectorStore.in_memory()
     store.create_collection("c", emb.dimension)
     payloads = [make_payload(d, emb.model) for d in DOCS]
-    vectors = emb.embed_as([contract.document_text(p) for p in payloads], stored_as)
+    vectors = emb.embed_as([embedded_text(p) for p in payloads], stored_as)
     store.upsert("c", [models.PointStruct(id=d["id"], vector=v, payload=p) for d, p, v in zip(DOCS, payloads, vectors)])
     result = contract.probe(store, "c", emb, sample=len(DOCS))
     if stored_as == "document":

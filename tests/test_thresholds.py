@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import pytest
 
-from retrieval_lib.checks.intervals import queries_for_width, wilson
 from retrieval_lib.checks.retrieval import _thresholds as th
+from retrieval_lib.checks.statistics import queries_for_width, wilson
 from retrieval_lib.errors import ValidationError
 
 IN = [0.55, 0.6, 0.62, 0.7, 0.5, 0.66, 0.58, 0.61]

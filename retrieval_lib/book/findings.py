@@ -24,7 +24,17 @@ import numpy as np
 
 from retrieval_lib.book.mapping import BookChunks, BookMap
 from retrieval_lib.book.pages import Book, Page
-from retrieval_lib.book.text import SHINGLE, distinct, found_in, position_shingles, run_hashes, shingles_of, words
+from retrieval_lib.book.text import (
+    SHINGLE,
+    distinct,
+    found_in,
+    head_shingles,
+    keyed,
+    position_shingles,
+    run_hashes,
+    shingles_of,
+    words,
+)
 
 __all__ = ["FOUND_SHARE", "PageComparison", "compare_pages", "missing_pages", "gone_sources", "changed_pages",
            "thin_pages"]
@@ -53,51 +63,109 @@ class PageComparison:
         return 1000.0 * self.chunks / self.words if self.words else 0.0
 
 
+#: Words (pages' and chunks') compared in one batch of pages: arrays of about a megabyte, which stay in the CPU's
+#: cache (one batch of the whole book streams every array through memory; a batch a page pays numpy's call cost
+#: some forty times a page).
+BATCH_WORDS = 1 << 17
+
+
 def compare_pages(book: Book, bmap: BookMap, chunks: BookChunks) -> list[PageComparison]:
     """Each ingested page with readable text against its chunks' texts (pages without text are left out).
 
     A chunk whose words are, in order, a run of its page's words (its first shingle looked up among the page's,
     the run's hash compared) has every shingle in the page, at those positions: it is judged found without being
     shingled. Only the other chunks' shingles are looked up; the figures are those of the definitions above either
-    way (``tests/test_book_findings.py``).
+    way (``tests/test_book_compare.py`` computes them the slow way). Pages are compared a batch at a time
+    (:data:`BATCH_WORDS`), each shingle keyed by its page (:func:`~retrieval_lib.book.text.keyed`).
     """
     pages = {p.path: p for p in book.pages}
-    out = []
+    out: list[PageComparison] = []
+    batch: list[tuple[Page, list[str | None]]] = []
+    size = 0
     for path, indexes in bmap.page_chunks.items():
         page = pages[path]
-        if page.has_text:
-            out.append(_compare(page, [chunks.content[i] for i in indexes]))
+        if not page.has_text:
+            continue
+        contents = [chunks.content[i] for i in indexes]
+        batch.append((page, contents))
+        size += page.words + sum(len(c) for c in contents if c) // 6  # chunk words, about
+        if size >= BATCH_WORDS:
+            out += _compare(batch)
+            batch, size = [], 0
+    if batch:
+        out += _compare(batch)
     return out
 
 
-def _compare(page: Page, contents: list[str | None]) -> PageComparison:
-    at = position_shingles(page.hashes)  # the page's shingle at each word position
-    order = np.argsort(at)
-    page_sh = distinct(at[order], ordered=True)
+def _compare(batch: list[tuple[Page, list[str | None]]]) -> list[PageComparison]:
+    """Several pages against their chunks at once (``g`` indexes a page of the batch)."""
+    g = len(batch)
+    n = np.array([page.hashes.size for page, _ in batch], dtype=np.int64)
+    word0 = np.cumsum(n) - n
+    page_words = np.concatenate([page.hashes for page, _ in batch]) if g else np.empty(0, dtype=np.uint64)
+    # the pages' shingles, one a word position (a page shorter than a shingle: one of all its words)
+    per = np.where(n >= SHINGLE, n - SHINGLE + 1, np.minimum(n, 1))
+    sh0 = np.cumsum(per) - per
+    owner = np.repeat(np.arange(g), per)
+    pos = np.repeat(word0 - sh0, per) + np.arange(int(per.sum()))  # each shingle's first word in page_words
+    at = np.empty(pos.size, dtype=np.uint64)
+    full = n[owner] >= SHINGLE
+    if full.any():
+        at[full] = position_shingles(page_words)[pos[full]]
+    for short in np.flatnonzero((n > 0) & (n < SHINGLE)):
+        at[sh0[short]] = position_shingles(batch[short][0].hashes)[0]
+    key = keyed(at, owner)
+    order = np.argsort(key)
+    ordered = key[order]
+    new = np.ones(ordered.size, dtype=bool)
+    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
+    page_sh = ordered[new]  # the distinct (page, shingle) keys
+    runs = np.flatnonzero(new)
+    run_page = owner[order[runs]]
+
+    contents = [c for _, cs in batch for c in cs]
+    chunk_page = np.repeat(np.arange(g), [len(cs) for _, cs in batch])
     chunk_words = words(contents)
-    judged = np.flatnonzero(chunk_words.count >= SHINGLE)  # the others hold no shingle: nothing to judge or cover
-    first, length = chunk_words.first[judged], chunk_words.count[judged]
+    hashes, count = chunk_words.hashes, chunk_words.count
+    judged = np.flatnonzero(count >= SHINGLE)  # the others hold no shingle: nothing to judge or cover
+    first, length, jpage = chunk_words.first[judged], count[judged], chunk_page[judged]
     exact = np.zeros(judged.size, dtype=bool)
     mask = np.zeros(at.size, dtype=bool)
-    if judged.size and page.hashes.size >= SHINGLE:
-        head = position_shingles(chunk_words.hashes)[first]
-        k = np.minimum(np.searchsorted(at[order], head), at.size - 1)
-        start = order[k]  # a position where the page holds the chunk's first shingle (if the run is not there, the
-        # chunk is shingled below, which gives the same figures for a chunk found whole elsewhere in the page)
-        exact = (at[start] == head) & (start + length <= page.hashes.size)
-        exact[exact] = (run_hashes(chunk_words.hashes, first[exact], length[exact])
-                        == run_hashes(page.hashes, start[exact], length[exact]))
-        spans = np.bincount(start[exact], minlength=at.size + 1)
-        spans -= np.bincount(start[exact] + length[exact] - SHINGLE + 1, minlength=at.size + 1)
+    look = np.flatnonzero(n[jpage] >= SHINGLE)
+    if look.size:
+        head = head_shingles(hashes, first[look])
+        k = np.minimum(np.searchsorted(ordered, keyed(head, jpage[look])), ordered.size - 1)
+        # where the page holds the chunk's first shingle (if the run is not there, the chunk is shingled below,
+        # which gives the same figures for a chunk found whole elsewhere in the page)
+        at_k = order[k]
+        start = pos[at_k]
+        same = ((owner[at_k] == jpage[look]) & (at[at_k] == head)
+                & (start + length[look] <= (word0 + n)[jpage[look]]))
+        hit = look[same]
+        same[same] = (run_hashes(hashes, first[hit], length[hit])
+                      == run_hashes(page_words, start[same], length[hit]))
+        exact[look[same]] = True
+        begin = at_k[same]  # its shingles are the page's from there on, one a word
+        spans = np.bincount(begin, minlength=at.size + 1)
+        spans -= np.bincount(begin + length[look[same]] - SHINGLE + 1, minlength=at.size + 1)
         mask = np.cumsum(spans[:-1]) > 0
-    stale = 0
-    if not exact.all():
-        h, owner = shingles_of(chunk_words.hashes, first[~exact], length[~exact])
-        found = np.bincount(owner, weights=found_in(h, page_sh), minlength=int((~exact).sum()))
-        stale = int((found / (length[~exact] - SHINGLE + 1) < FOUND_SHARE).sum())
-        mask |= found_in(at, distinct(h))
-    coverage = distinct(at[mask]).size / page_sh.size if page_sh.size else 1.0
-    return PageComparison(page.path, page.words, len(contents), int(judged.size), stale, float(coverage))
+    stale = np.zeros(g, dtype=np.int64)
+    rest = np.flatnonzero(~exact)
+    if rest.size:
+        h, of = shingles_of(hashes, first[rest], length[rest])
+        h = keyed(h, jpage[rest][of])
+        found = np.bincount(of, weights=found_in(h, page_sh), minlength=rest.size)
+        stale = np.bincount(jpage[rest][found / (length[rest] - SHINGLE + 1) < FOUND_SHARE], minlength=g)
+        mask |= found_in(key, distinct(h))
+    # a (page, shingle) is covered when any of its positions is: masked positions per run of equal keys
+    masked = np.concatenate(([0], np.cumsum(mask[order])))
+    covered = masked[np.append(runs[1:], ordered.size)] > masked[runs]
+    distinct_n = np.bincount(run_page, minlength=g)
+    covered_n = np.bincount(run_page, weights=covered, minlength=g)
+    judged_n = np.bincount(jpage, minlength=g)
+    return [PageComparison(page.path, page.words, len(cs), int(judged_n[i]), int(stale[i]),
+                           float(covered_n[i] / distinct_n[i]) if distinct_n[i] else 1.0)
+            for i, (page, cs) in enumerate(batch)]
 
 
 def missing_pages(book: Book, bmap: BookMap) -> list[dict[str, Any]]:

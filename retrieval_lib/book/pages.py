@@ -150,10 +150,12 @@ def _files(root: Path) -> list[tuple[str, Path]]:
     found: list[tuple[str, Path]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if not _skipped(d)]
+        folder = Path(dirpath)
+        prefix = folder.relative_to(root).as_posix()  # once a folder, not once a file
+        prefix = "" if prefix == "." else prefix + "/"
         for name in filenames:
             if not _skipped(name) and name.endswith(_SUFFIXES):
-                full = Path(dirpath) / name
-                found.append((full.relative_to(root).as_posix(), full))
+                found.append((prefix + name, folder / name))
     return sorted(found)
 
 
@@ -204,7 +206,9 @@ def read_docs(docs: str | os.PathLike[str], *, route_base: str | None = None, ge
     problems: list[str] = []
     for rel, full in files:
         try:
-            text = decode_utf8(full.read_bytes(), rel).replace("\r\n", "\n")
+            text = decode_utf8(full.read_bytes(), rel)
+            if "\r" in text:  # a find of one character, much cheaper than a replace that copies the page
+                text = text.replace("\r\n", "\n")
             front_matter, body = split_front_matter(text, rel)
             if kind == "mkdocs":
                 route = mkdocs_route(rel, base, use_directory_urls=directory_urls)

@@ -16,8 +16,8 @@ records its gates, findings, metrics and figures and gives its tables. The regis
 (``NotebookSpec.module``), and ``python -m retrieval_lib check NAME`` runs it alone.
 
 Every gate a check records is defined once in ``gates`` (its stable id, label, parameter and doc text;
-``docs/gates.md`` is generated from it by ``gate_docs``). ``intervals``: the Wilson interval of a proportion, which
-checks of several families put on their shares.
+``docs/gates.md`` is generated from it by ``gate_docs``). ``statistics``: the Wilson interval of a proportion, which
+checks of several families put on their shares, and the paired tests of two runs over the same queries (14 and 15).
 
 Checks use the layers below them (search, stores, embedding, workbook, judging); nothing below imports a check.
 Nothing is imported here: a notebook loads only the check it runs

@@ -14,7 +14,7 @@ from retrieval_lib.workbook.gates import GateDef
 from retrieval_lib.workbook.registry import NOTEBOOKS, notebook_spec
 from retrieval_lib.workbook.specs import GLOSSARY, SEEDS, explain
 
-__all__ = ["render", "main"]
+__all__ = ["render"]
 
 _INTRO = """\
 # Gates
@@ -82,10 +82,5 @@ def render() -> str:
     return _INTRO + "\n".join(_row(g) for g in GATES) + "\n" + _DEPTH + "\n".join(glossary) + "\n"
 
 
-def main() -> None:
-    """Print the page (``python -m retrieval_lib.checks.gate_docs > docs/gates.md``)."""
+if __name__ == "__main__":  # python -m retrieval_lib.checks.gate_docs > docs/gates.md
     print(render(), end="")
-
-
-if __name__ == "__main__":
-    main()

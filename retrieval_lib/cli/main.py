@@ -1,18 +1,9 @@
 """Command line: ``python -m retrieval_lib {search,stats,ingest,run,serve,...}``; more commands live in
 :mod:`retrieval_lib.cli.commands`, one module each.
 
-Exit codes (also in docs/cli.md):
-
-== ==================================================================
-0  success (an empty search result is a success)
-1  ``run`` and the check commands (``probe``, ``reach``, ...): at least one gate failed
-2  invalid input or configuration (``ValidationError``, ``ConfigurationError``, ...);
-   ``run``: a notebook raised an error
-3  a dependency (Qdrant, Cohere) was unavailable or failing
-130 interrupted (Ctrl-C)
-== ==================================================================
-
-Errors print one line on stderr, never a traceback, never a secret.
+Exit codes: :data:`EXIT_CODES`, which every command's ``--help`` ends with (also in docs/cli.md); 2 is a
+:class:`~retrieval_lib.errors.ValidationError` or ``ConfigurationError``, 3 a dependency's error, each error's own
+``exit_code``. Errors print one line on stderr, never a traceback, never a secret.
 """
 
 from __future__ import annotations
@@ -30,6 +21,7 @@ from retrieval_lib.errors import RetrievalError
 __all__ = ["main"]
 
 
+#: What each exit code means.
 EXIT_CODES = """exit codes:
   0    success (an empty search result is a success)
   1    run and the check commands: at least one gate failed
@@ -122,7 +114,3 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print("error: interrupted", file=sys.stderr)
         return 130
-
-
-if __name__ == "__main__":  # pragma: no cover
-    sys.exit(main())

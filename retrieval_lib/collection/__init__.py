@@ -9,12 +9,11 @@
   team to drop its own collection.
 """
 
-from retrieval_lib.collection.infer import infer_roles, key_stats
+from retrieval_lib.collection.infer import infer_roles
 from retrieval_lib.collection.inspect import Inspection, inspect_collection
-from retrieval_lib.collection.ours import point_id_for, rebuild_advice, written_by_us
-from retrieval_lib.collection.roles import DEFAULT_ROLES, ROLE_MEANINGS, ROLES, PayloadRoles, ReadStats
+from retrieval_lib.collection.ours import rebuild_advice
+from retrieval_lib.collection.roles import DEFAULT_ROLES, ROLES, PayloadRoles
 from retrieval_lib.collection.view import CollectionView, held_fields
 
-__all__ = ["ROLES", "ROLE_MEANINGS", "PayloadRoles", "DEFAULT_ROLES", "ReadStats", "infer_roles", "key_stats",
-           "CollectionView", "held_fields", "Inspection", "inspect_collection", "point_id_for", "written_by_us",
-           "rebuild_advice"]
+__all__ = ["ROLES", "PayloadRoles", "DEFAULT_ROLES", "infer_roles", "CollectionView", "held_fields", "Inspection",
+           "inspect_collection", "rebuild_advice"]

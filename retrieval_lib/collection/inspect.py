@@ -25,9 +25,10 @@ from retrieval_lib.collection.roles import ROLE_MEANINGS, ROLES, PayloadRoles
 from retrieval_lib.collection.view import CollectionView
 from retrieval_lib.embedding import Embedder
 from retrieval_lib.percentile import percentile
+from retrieval_lib.stores.base import stored_vector
 from retrieval_lib.stores.scan import page_size
 
-__all__ = ["Inspection", "inspect_collection", "id_form", "id_forms", "mapping_rows", "MATCH_COSINE", "MODEL_SAMPLE"]
+__all__ = ["Inspection", "inspect_collection", "mapping_rows", "MODEL_SAMPLE"]
 
 #: Re-embedded chunks whose stored vectors agree this well on average were made by the same model.
 MATCH_COSINE = 0.98
@@ -94,13 +95,6 @@ class Inspection:
         return out
 
 
-def _vector_of(point: Any, name: str | None) -> list[float] | None:
-    vector = point.vector
-    if isinstance(vector, dict):
-        vector = vector.get(name) if name else next(iter(vector.values()), None)
-    return list(vector) if isinstance(vector, list | tuple) and vector and not isinstance(vector[0], list) else None
-
-
 def _vectors(view: CollectionView, collection: str) -> dict[str, Any]:
     config = view.info(collection).config.params
     dense = config.vectors
@@ -120,13 +114,12 @@ def _vectors(view: CollectionView, collection: str) -> dict[str, Any]:
             "note": ""}
 
 
-def _model_check(view: CollectionView, collection: str, sample: list[Any], embedder: Embedder,
-                 alternatives: Sequence[Callable[[], Embedder]], vector_name: str | None,
-                 ours: bool = False) -> dict[str, Any]:
+def _model_check(sample: list[Any], embedder: Embedder, alternatives: Sequence[Callable[[], Embedder]],
+                 vector_name: str | None, ours: bool = False) -> dict[str, Any]:
     records: list[dict[str, Any]] = []
     stored: list[list[float]] = []
     for p in sample:
-        vector = _vector_of(p, vector_name)
+        vector = stored_vector(p, vector_name)
         if (p.payload or {}).get("content") and vector:
             records.append(p.payload)
             stored.append(vector)
@@ -248,15 +241,15 @@ def inspect_collection(view: CollectionView, collection: str, embedder: Embedder
     # the model, on a sample with vectors
     sample_ids = [p.id for p in raw[:MODEL_SAMPLE * 2]]
     with_vectors = view.retrieve(collection, sample_ids, with_vectors=True, with_payload=["content", "title"])
-    missing_vectors = sum(1 for p in with_vectors if _vector_of(p, vectors.get("used") if vectors["named"] else None)
-                          is None)
-    model = _model_check(view, collection, with_vectors, embedder, alternatives,
-                         vectors.get("used") if vectors["named"] else None, ours=view.owned(collection) is True)
+    # several named vectors and none chosen: the first name's (the mapping's note says which setting picks one)
+    name = (vectors.get("used") or vectors["named"][0]) if vectors["named"] else None
+    missing_vectors = sum(1 for p in with_vectors if stored_vector(p, name) is None)
+    model = _model_check(with_vectors, embedder, alternatives, name, ours=view.owned(collection) is True)
     say(f"model check: {model.get('verdict')}")
 
     # lengths in the configured model's tokenizer, against its window
     texts = [r["content"] for r in (roles.read(p.payload, p.id) for p in raw) if r["content"]][:LENGTH_SAMPLE]
-    window = int(getattr(embedder, "max_tokens", 512))
+    window = embedder.max_tokens
     tokens = [embedder.count_tokens(t) for t in texts]
     lengths: dict[str, Any] = {"sample": len(tokens), "window": window}
     if tokens:

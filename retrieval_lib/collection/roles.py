@@ -25,8 +25,7 @@ from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import urlsplit
 
-__all__ = ["ROLES", "ROLE_MEANINGS", "TEXT_ROLES", "INT_ROLES", "PayloadRoles", "DEFAULT_ROLES", "lookup",
-           "source_file_from_url",
+__all__ = ["ROLES", "ROLE_MEANINGS", "INT_ROLES", "PayloadRoles", "DEFAULT_ROLES", "lookup", "source_file_from_url",
            "ReadStats"]
 
 #: Every role, in the order a person reads them. The names are the workbook's own record fields.
@@ -36,8 +35,6 @@ ROLES: tuple[str, ...] = (
 )
 #: Roles whose value is an integer.
 INT_ROLES = frozenset({"chunk_sequence", "total_chunks", "token_count"})
-#: Roles whose value is text.
-TEXT_ROLES = frozenset(ROLES) - INT_ROLES
 #: What each role means, for ``inspect`` and the notebooks' tables.
 ROLE_MEANINGS: dict[str, str] = {
     "content": "the chunk's text (what was embedded)",
@@ -98,11 +95,7 @@ class ReadStats:
 def _as_text(value: Any) -> str | None:
     if isinstance(value, str):
         return value
-    if isinstance(value, bool) or value is None:
-        return None
-    if isinstance(value, int | float):
-        return str(value)
-    return None
+    return str(value) if isinstance(value, int | float) and not isinstance(value, bool) else None
 
 
 def _as_int(value: Any) -> int | None:

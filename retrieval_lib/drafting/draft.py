@@ -13,6 +13,7 @@ It only reads: the store is a :class:`~retrieval_lib.collection.CollectionView`,
 from __future__ import annotations
 
 import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -77,10 +78,7 @@ class Draft:
 
     def lines(self) -> list[str]:
         """What a person reads after a draft: counts, the language, and why entries were dropped."""
-        reasons: dict[str, int] = {}
-        for d in self.dropped:
-            key = d.reason.split(":")[0]
-            reasons[key] = reasons.get(key, 0) + 1
+        reasons = Counter(d.reason.split(":")[0] for d in self.dropped)
         out = [f"collection {self.collection!r}: {self.points:,} points in {self.pages} source files; read "
                f"{', '.join(self.roles)} (one scroll)",
                f"language: {self.language.describe()}; negatives asked in "

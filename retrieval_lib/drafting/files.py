@@ -23,7 +23,7 @@ from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.drafting.draft import Draft
 from retrieval_lib.params import read_yaml
 
-__all__ = ["write_draft", "DraftFiles", "DEFAULT_THRESHOLD", "REQUIRED_SHARE"]
+__all__ = ["write_draft"]
 
 #: Golden ``min_score`` and negatives' ``max_score`` when the base profile sets no ``candidate_threshold``
 #: (notebook 02's default, measured on MiniLM; a profile for another model should set its own).

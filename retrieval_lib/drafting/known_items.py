@@ -36,7 +36,7 @@ from retrieval_lib.collection.boilerplate import WORD, is_placeholder, is_table_
 from retrieval_lib.drafting.language import is_generic_heading, normalise_heading
 from retrieval_lib.drafting.pages import Chunk, Page
 
-__all__ = ["KnownItem", "Dropped", "draft_known_items", "draft_id", "MIN_BODY_WORDS"]
+__all__ = ["KnownItem", "Dropped", "draft_known_items", "draft_id"]
 
 #: A heading with fewer words than this under it in its chunk names a fragment, not an answer.
 MIN_BODY_WORDS = 25
@@ -87,11 +87,11 @@ def _body_words(chunk: Chunk, heading: str) -> int:
     for _, h, body in chunk.spans():
         if normalise_heading(h).lower() == want:
             return body
-    return _words(re.sub(r"^\s{0,3}#{1,6}\s.*$", "", chunk.content, flags=re.M))
+    return _words(_HEADING_LINES.sub("", chunk.content))
 
 
 def _lead(chunk: Chunk) -> str | None:
-    body = re.sub(r"^\s{0,3}#{1,6}\s.*$", "", chunk.content, flags=re.M)
+    body = _HEADING_LINES.sub("", chunk.content)
     body = re.sub(r"```.*?(```|$)", " ", body, flags=re.S)
     body = re.sub(r"[*_`>#|]+|\[([^\]]*)\]\([^)]*\)", r"\1", body)
     for para in (p.strip() for p in body.split("\n\n")):

@@ -13,8 +13,7 @@ import unicodedata
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-__all__ = ["LanguageGuess", "detect_language", "is_generic_heading", "normalise_heading", "GENERIC_HEADINGS",
-           "LANGUAGE_NAMES"]
+__all__ = ["LanguageGuess", "detect_language", "is_generic_heading", "normalise_heading"]
 
 LANGUAGE_NAMES = {"en": "English", "es": "Spanish", "de": "German", "fr": "French", "pt": "Portuguese",
                   "it": "Italian", "nl": "Dutch"}

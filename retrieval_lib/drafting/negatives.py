@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import statistics
 from collections.abc import Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -79,13 +79,10 @@ def keep_negatives(negatives: Sequence[NegativeDraft], best_scores: Sequence[flo
     out = []
     for neg, best in zip(negatives, best_scores):
         if median is None:
-            out.append(NegativeDraft(neg.query, neg.topic, neg.language, best, False,
-                                     "no drafted in-domain question to compare with"))
+            kept, reason = False, "no drafted in-domain question to compare with"
         elif best is not None and best >= median:
-            out.append(NegativeDraft(neg.query, neg.topic, neg.language, best, False,
-                                     f"the book answers it: best score {best:.3f} >= in-domain median {median:.3f}"))
+            kept, reason = False, f"the book answers it: best score {best:.3f} >= in-domain median {median:.3f}"
         else:
-            out.append(NegativeDraft(neg.query, neg.topic, neg.language, best, True,
-                                     f"best score {0.0 if best is None else best:.3f} < in-domain median "
-                                     f"{median:.3f}"))
+            kept, reason = True, f"best score {0.0 if best is None else best:.3f} < in-domain median {median:.3f}"
+        out.append(replace(neg, best_score=best, kept=kept, reason=reason))
     return out, median

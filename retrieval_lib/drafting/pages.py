@@ -20,7 +20,7 @@ from retrieval_lib.collection.boilerplate import WORD
 from retrieval_lib.drafting.language import normalise_heading
 from retrieval_lib.stores.scan import read_columns
 
-__all__ = ["Chunk", "Page", "read_pages", "READ_ROLES", "heading_spans"]
+__all__ = ["Chunk", "Page", "read_pages"]
 
 #: The roles drafting reads (those a collection holds), in one scroll.
 READ_ROLES = ("content", "source_file", "source_url", "title", "section_title", "chunk_sequence", "chunk_id")

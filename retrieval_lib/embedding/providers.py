@@ -73,15 +73,11 @@ def make_embedder(settings: Settings) -> Embedder:
     remote: dict[str, Any] = {"timeout": settings.embedding_timeout, "max_retries": settings.embedding_max_retries,
                               "retry_budget": settings.embedding_retry_budget,
                               "batch_size": getattr(settings, "embedding_batch_size", None)}
-    if provider == "cohere":
-        return CohereEmbedder(_key(settings, "cohere_api_key", "COHERE_API_KEY"), settings.embedding_model,
-                              base_url=settings.cohere_base_url, dimensions=dimensions, **remote)
-    if provider == "openai":
-        return OpenAIEmbedder(_key(settings, "openai_api_key", "OPENAI_API_KEY"), settings.embedding_model,
-                              base_url=getattr(settings, "openai_base_url", None), dimensions=dimensions, **remote)
-    if provider == "gemini":
-        return GeminiEmbedder(_key(settings, "gemini_api_key", "GEMINI_API_KEY"), settings.embedding_model,
-                              base_url=getattr(settings, "gemini_base_url", None), dimensions=dimensions, **remote)
+    remote_class = {"cohere": CohereEmbedder, "openai": OpenAIEmbedder, "gemini": GeminiEmbedder}.get(provider)
+    if remote_class is not None:
+        key = _key(settings, f"{provider}_api_key", f"{provider.upper()}_API_KEY")
+        return remote_class(key, settings.embedding_model, base_url=getattr(settings, f"{provider}_base_url", None),
+                            dimensions=dimensions, **remote)
     if provider == "e5":
         if dimensions is not None:
             raise ConfigurationError("EMBEDDING_DIMENSIONS: multilingual-e5-small gives 384 dimensions only; unset it",

@@ -13,7 +13,6 @@ from retrieval_lib.ingest.pipeline import (
     DEFAULT_BASE_URL,
     SAMPLE_BOOK,
     IngestSummary,
-    PreparedChunk,
     default_chunk_tokens,
     ingest,
     ingest_from_settings,
@@ -21,5 +20,5 @@ from retrieval_lib.ingest.pipeline import (
     prepare_documents,
 )
 
-__all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "PreparedChunk", "prepare_documents", "ingest",
+__all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "prepare_documents", "ingest",
            "ingest_from_settings", "default_chunk_tokens", "point_id_for"]

@@ -14,15 +14,7 @@ from dataclasses import dataclass, field
 
 from retrieval_lib.ingest.syntax import LIST_MARKER, atx_heading, closes_fence, fence_opening, with_fence_state
 
-__all__ = [
-    "ADMONITION_CLOSE",
-    "LIST_ITEM",
-    "TABLE_SEPARATOR",
-    "Section",
-    "indent",
-    "parse_blocks",
-    "split_sections",
-]
+__all__ = ["ADMONITION_CLOSE", "LIST_ITEM", "TABLE_SEPARATOR", "indent", "parse_blocks", "split_sections"]
 
 
 # --- markdown structure -----------------------------------------------------

@@ -26,11 +26,8 @@ the text allows: a lead-in joins the block it introduces (past ``max_tokens``
 if need be, never past the window), and a short tail folds back into its
 section's previous chunk.
 
-This module is the entry point and owns the :class:`Chunk` and the argument
-checks. Cutting the body into sections and blocks lives in
-:mod:`retrieval_lib.ingest.blocks`, the units and how an oversized one is cut
-in :mod:`retrieval_lib.ingest.units`, and the packing with its overlap in
-:mod:`retrieval_lib.ingest.packing`.
+This module is the entry point (the :class:`Chunk`, the argument checks); the
+rest is in the modules :mod:`retrieval_lib.ingest` lists.
 """
 
 from __future__ import annotations
@@ -79,15 +76,7 @@ _TOKEN = re.compile(r"\w+|[^\w\s]")
 
 
 def default_count_tokens(text: str) -> int:
-    """Approximate the token count of ``text``.
-
-    Args:
-        text: Any text.
-
-    Returns:
-        The number of word runs plus punctuation marks; close enough to a
-        subword tokenizer for sizing chunks without loading one.
-    """
+    """About the tokens of ``text``: its word runs plus punctuation marks (enough to size chunks, no tokenizer)."""
     return len(_TOKEN.findall(text))
 
 

@@ -32,14 +32,7 @@ from retrieval_lib.errors import DocumentError, ValidationError
 from retrieval_lib.ingest.mdx import strip_mdx
 from retrieval_lib.ingest.syntax import ATX_HEADING, atx_heading, normalize_newlines, with_fence_state
 
-__all__ = [
-    "MarkdownDoc",
-    "read_document",
-    "docusaurus_route",
-    "strip_mdx",
-    "is_stub",
-    "discover_documents",
-]
+__all__ = ["MarkdownDoc", "read_document", "docusaurus_route", "strip_mdx", "is_stub", "discover_documents"]
 
 
 @dataclass(frozen=True)
@@ -64,13 +57,8 @@ class MarkdownDoc:
     body: str
 
 
-# --- front matter and routes ------------------------------------------------
-# One rule for the ingest and the book check: retrieval_lib.book.routes owns it.
-_split_front_matter = split_front_matter
-_strip_number_prefix = strip_number_prefix
-
-
 # --- reading ----------------------------------------------------------------
+# Front matter, routes and decoding: one rule for the ingest and the book check, owned by retrieval_lib.book.routes.
 
 def _first_h1(body: str) -> str | None:
     """Text of the first ``# Heading`` outside fenced code, or None."""
@@ -93,8 +81,6 @@ def _relative_posix(path: Path, docs_root: Path) -> str:
     except ValueError:
         raise ValidationError(f"{path} is not inside the docs root {docs_root}", field="path") from None
 
-
-_decode = decode_utf8
 
 
 def _tidy_body(text: str) -> str:
@@ -125,15 +111,15 @@ def read_document(path: Path, docs_root: Path, route_base: str = "/docs") -> Mar
     except OSError as exc:
         reason = exc.strerror or type(exc).__name__
         raise DocumentError(f"{rel}: cannot be read ({reason}); check the path and its permissions", path=rel) from exc
-    text = normalize_newlines(_decode(raw, rel))
-    front_matter, content = _split_front_matter(text, rel)
+    text = normalize_newlines(decode_utf8(raw, rel))
+    front_matter, content = split_front_matter(text, rel)
     body = _tidy_body(strip_mdx(content))
 
     fm_title = front_matter.get("title")
     if fm_title is not None and str(fm_title).strip():
         title = str(fm_title).strip()
     else:
-        title = _first_h1(body) or _strip_number_prefix(posixpath.splitext(posixpath.basename(rel))[0])
+        title = _first_h1(body) or strip_number_prefix(posixpath.splitext(posixpath.basename(rel))[0])
 
     try:
         route = docusaurus_route(rel, front_matter, route_base)
@@ -144,8 +130,6 @@ def read_document(path: Path, docs_root: Path, route_base: str = "/docs") -> Mar
 
 # --- stubs ------------------------------------------------------------------
 
-# The placeholder rule ("Coming soon", "TODO" ...) is shared with `draft`: retrieval_lib.collection.boilerplate.
-_WORD, _PLACEHOLDER, _PLACEHOLDER_EXTRA_WORDS = WORD, PLACEHOLDER, PLACEHOLDER_EXTRA_WORDS
 _ADMONITION_FENCE_LINE = re.compile(r"^[ \t]*:{3,}.*$", re.MULTILINE)
 
 
@@ -169,12 +153,13 @@ def is_stub(doc: MarkdownDoc, min_words: int = 40) -> bool:
     if min_words < 0:
         raise ValidationError(f"min_words must be >= 0, got {min_words}", field="min_words")
     text = _ADMONITION_FENCE_LINE.sub("", ATX_HEADING.sub("", doc.body))
-    words = _WORD.findall(text)
+    words = WORD.findall(text)
     if not words or len(words) < min_words:
         return True
-    if _PLACEHOLDER.search(text):
-        remaining = _WORD.findall(_PLACEHOLDER.sub(" ", text))
-        return len(remaining) < _PLACEHOLDER_EXTRA_WORDS
+    # the placeholder rule ("Coming soon", "TODO" ...) is shared with `draft`: retrieval_lib.collection.boilerplate
+    if PLACEHOLDER.search(text):
+        remaining = WORD.findall(PLACEHOLDER.sub(" ", text))
+        return len(remaining) < PLACEHOLDER_EXTRA_WORDS
     return False
 
 

@@ -34,7 +34,7 @@ from retrieval_lib.search import ensure_compatible
 from retrieval_lib.stores import VectorStore, open_store
 from retrieval_lib.stores.scan import iter_points
 
-__all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "PreparedChunk", "prepare_documents", "ingest",
+__all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "prepare_documents", "ingest",
            "ingest_from_settings", "default_chunk_tokens", "point_id_for"]
 
 log = logging.getLogger(__name__)
@@ -241,10 +241,9 @@ def ingest(
     """Bring ``collection`` in line with the documents under ``docs_dir``.
 
     ``batch_size``: chunks per embed call and per upsert; by default the embedder's request size
-    (:func:`~retrieval_lib.embedding.base.request_size`: ``EMBEDDING_BATCH_SIZE``, else Cohere 96, Gemini 100,
-    OpenAI 2,048 at the vendor's own API and 16 at a local server, read again before every call, so a batch a
-    timeout halved is followed by calls of the halved size), or its provider's encode batch for a model on this
-    machine (:data:`PROVIDERS`). The progress bar advances after every call.
+    (:func:`~retrieval_lib.embedding.base.request_size`, read again before every call, so a batch a timeout halved
+    is followed by calls of the halved size), or its provider's encode batch for a model on this machine
+    (:data:`PROVIDERS`). The progress bar advances after every call.
     ``allow_foreign``: write (or with ``recreate``, drop and rebuild) even a collection whose points another
     pipeline wrote. By default such a collection is refused before anything is read from the book.
 

@@ -11,16 +11,8 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Iterator
 
-__all__ = [
-    "normalize_newlines",
-    "FENCE_OPEN",
-    "fence_opening",
-    "closes_fence",
-    "with_fence_state",
-    "ATX_HEADING",
-    "atx_heading",
-    "LIST_MARKER",
-]
+__all__ = ["normalize_newlines", "fence_opening", "closes_fence", "with_fence_state", "ATX_HEADING", "atx_heading",
+           "LIST_MARKER"]
 
 
 def normalize_newlines(text: str) -> str:

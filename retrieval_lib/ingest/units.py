@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from retrieval_lib.ingest.blocks import LIST_ITEM, TABLE_SEPARATOR, indent
 from retrieval_lib.ingest.syntax import LIST_MARKER, closes_fence, fence_opening, with_fence_state
 
-__all__ = ["Unit", "PROSE_KINDS", "render", "sentence_spans", "word_spans", "split_unit", "split_code"]
+__all__ = ["Unit", "PROSE_KINDS", "render", "sentence_spans", "word_spans", "split_unit"]
 
 # Units whose text can be repeated as overlap and split into sentences.
 PROSE_KINDS = frozenset({"paragraph", "list", "item", "sentence", "word", "piece"})

@@ -38,14 +38,16 @@ from typing import Any
 from retrieval_lib.errors import ParamsError, ValidationError
 from retrieval_lib.params import read_yaml, resolve_path
 
-__all__ = ["GRADES", "Judgment", "JudgmentFile", "StaleJudgment", "load_judgments", "new_judgment_file",
-           "save_judgments", "write_text_atomic", "split_stale", "collection_hashes", "query_id", "to_qrels",
-           "qrels_text", "check_grade", "now_iso"]
+__all__ = ["GRADES", "Judgment", "JudgmentFile", "StaleJudgment", "load_judgments", "save_judgments",
+           "write_text_atomic", "split_stale", "collection_hashes", "query_id", "to_qrels", "qrels_text", "check_grade",
+           "now_iso"]
 
 #: The grades a judge gives, and what each means.
 GRADES: dict[int, str] = {0: "not relevant", 1: "partly relevant", 2: "relevant"}
 _REQUIRED = ("query", "chunk_id", "content_hash", "grade", "time")
 _ENTRY_KEYS = frozenset(_REQUIRED) | {"judge", "note"}
+#: An entry's text fields, checked in this order.
+_TEXTS = ("query", "chunk_id", "content_hash", "judge", "note")
 _TOP_KEYS = frozenset({"about", "judge", "judgments"})
 _HEADER = ("# Relevance judgments (retrieval_lib.judging.judgments): one entry per judged (query, chunk).\n"
            "# grade: 0 not relevant, 1 partly relevant, 2 relevant. content_hash is the sha256 of the text the\n"
@@ -107,10 +109,7 @@ class JudgmentFile:
 
     def get(self, judge: str, query: str, chunk_id: str) -> Judgment | None:
         """The judgment of ``chunk_id`` for ``query`` by ``judge``, or None."""
-        for j in self.judgments:
-            if j.key == (judge, query, chunk_id):
-                return j
-        return None
+        return next((j for j in self.judgments if j.key == (judge, query, chunk_id)), None)
 
     def put(self, judgment: Judgment) -> Judgment | None:
         """Add ``judgment``, replacing (in place) the same judge's earlier one of that pair; returns the earlier."""
@@ -140,11 +139,6 @@ class JudgmentFile:
                                 "judgments": [j.as_entry() for j in self.judgments]}
         return _HEADER + yaml.safe_dump(body, sort_keys=False, allow_unicode=True, width=110,
                                         default_flow_style=False)
-
-
-def new_judgment_file(path: str | os.PathLike[str], *, judge: str = "", about: str = "") -> JudgmentFile:
-    """An empty judgment file at ``path`` (nothing is written until :func:`save_judgments`)."""
-    return JudgmentFile(path=resolve_path(path), about=about, judge=judge)
 
 
 def _entry_lines(text: str) -> list[dict[str, int]]:
@@ -230,14 +224,9 @@ def load_judgments(path: str | os.PathLike[str], *, missing_ok: bool = False) ->
         except ValueError:
             raise ParamsError(f"{p.name} {where('time')}: time {stamp!r} is not ISO 8601 "
                               "(e.g. 2026-11-23T10:02:11+00:00)", path=str(p), key=f"{jf_key}.time") from None
-        judge = item.get("judge", default_judge) or default_judge
-        j = Judgment(query=_text(item["query"], "query", where("query"), p, f"{jf_key}.query"),
-                     chunk_id=_text(item["chunk_id"], "chunk_id", where("chunk_id"), p, f"{jf_key}.chunk_id"),
-                     content_hash=_text(item["content_hash"], "content_hash", where("content_hash"), p,
-                                        f"{jf_key}.content_hash"),
-                     grade=grade, judge=_text(judge, "judge", where("judge"), p, f"{jf_key}.judge"),
-                     time=str(stamp), note=_text(item.get("note"), "note", where("note"), p, f"{jf_key}.note",
-                                                 required=False))
+        given = {**item, "judge": item.get("judge", default_judge) or default_judge}
+        j = Judgment(**{name: _text(given.get(name), name, where(name), p, f"{jf_key}.{name}", required=name != "note")
+                        for name in _TEXTS}, grade=grade, time=str(stamp))
         if j.key in jf.lines:
             raise ParamsError(f"{p.name} {where('')}: judge {j.judge!r} already judged chunk {j.chunk_id!r} for "
                               f"{j.query!r} at line {jf.lines[j.key]}; keep one of the two entries",

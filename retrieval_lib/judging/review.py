@@ -36,6 +36,7 @@ the second drafted, and the same click again completes it.
 from __future__ import annotations
 
 import os
+from collections import Counter
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -44,10 +45,10 @@ from typing import Any
 from retrieval_lib.errors import ParamsError, ValidationError
 from retrieval_lib.judging.judgments import write_text_atomic
 from retrieval_lib.judging.yaml_edit import DROP, LOADER, edit_entry
-from retrieval_lib.params import read_yaml, resolve_path
+from retrieval_lib.params import ORIGINS, read_yaml, resolve_path
 from retrieval_lib.validation import validate_query
 
-__all__ = ["DRAFT_FILES", "DraftEntry", "ReviewItem", "DraftReview", "open_review", "load_draft_entries"]
+__all__ = ["DRAFT_FILES", "ReviewItem", "DraftReview", "open_review", "load_draft_entries"]
 
 #: The files ``draft --out DIR`` writes that a review edits, and the lists each holds: (list, kind, text key).
 DRAFT_FILES: dict[str, tuple[tuple[str, str, str], ...]] = {
@@ -55,7 +56,6 @@ DRAFT_FILES: dict[str, tuple[tuple[str, str, str], ...]] = {
     "queries.yaml": (("in_domain", "query", "query"), ("out_of_domain", "negative", "query")),
     "topics.yaml": (("topics", "topic", "topic"),),
 }
-ORIGINS = ("drafted", "reviewed")
 #: The longest question an edit accepts (a drafted question is a heading or a sentence).
 MAX_QUESTION_CHARS = 500
 
@@ -237,10 +237,7 @@ class DraftReview:
 
     def counts(self) -> dict[str, int]:
         """How many items are in each state."""
-        out: dict[str, int] = {}
-        for it in self.items:
-            out[it.state] = out.get(it.state, 0) + 1
-        return out
+        return dict(Counter(it.state for it in self.items))
 
     def summary(self) -> str:
         """One line: what there is to review, or that there is nothing."""

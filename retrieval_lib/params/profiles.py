@@ -16,7 +16,7 @@ from pydantic import BaseModel, create_model
 from pydantic import ValidationError as PydanticError
 from pydantic.fields import FieldInfo
 
-from retrieval_lib.config import PROJECT_ROOT, secret_values
+from retrieval_lib.config import PROJECT_ROOT, Settings, load_settings, secret_values
 from retrieval_lib.errors import ParamsError
 from retrieval_lib.params._schema import (
     AtLeastOne,
@@ -209,10 +209,10 @@ class Profile:
             env["RETRIEVER_SPEC"] = json.dumps(self.values["retriever"])
         return env
 
-    def for_notebook(self, declared: Iterable[str]) -> dict[str, Any]:
-        """The parameters one notebook declares (papermill gets nothing else)."""
-        names = set(declared)
-        return {k: v for k, v in self.values.items() if k in names and k not in RESERVED_KEYS}
+    def settings(self) -> Settings:
+        """The settings under this profile, as a run gives its notebooks: :meth:`environment` over the process's
+        environment and ``.env``."""
+        return load_settings(env={**os.environ, **self.environment()}, dotenv_path=PROJECT_ROOT / ".env")
 
     def with_defaults(self) -> dict[str, Any]:
         """Every notebook parameter: this profile's value where it names one, else the default profile's (what

@@ -168,10 +168,7 @@ class QuerySets(dict[str, list[str]]):
 
     def provenance_of(self, *names: str) -> Provenance:
         """The sets ``names`` together."""
-        total = Provenance()
-        for name in names:
-            total = total + self.provenance.get(name, Provenance())
-        return total
+        return sum((self.provenance.get(name, Provenance()) for name in names), Provenance())
 
 
 def _plain(item: Any) -> Any:

@@ -9,6 +9,7 @@ is the spec's ``python`` (default: this one), so the team's dependencies need no
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import select
@@ -147,33 +148,28 @@ class PythonRetriever(MappedRetriever):
         """End the child (closing its stdin lets the shim finish; a child that does not is killed)."""
         proc = self._proc
         if proc is not None and proc.poll() is None and proc.stdin:
-            try:
+            with contextlib.suppress(OSError, subprocess.TimeoutExpired):
                 proc.stdin.close()
                 proc.wait(timeout=5)
-            except (OSError, subprocess.TimeoutExpired):
-                pass
         self._stop()
 
     # ------------------------------------------------------------------ one question
     def _call(self, query: str, top_k: int) -> Any:
-        with self._lock:
-            return self._call_locked(query, top_k)
-
-    def _call_locked(self, query: str, top_k: int) -> Any:
-        self.start_ms = 0.0
-        if self._proc is None or self._proc.poll() is not None:
-            self._stop()
-            started = time.perf_counter()
-            self._start()
-            self.start_ms = (time.perf_counter() - started) * 1000
-        assert self._proc is not None and self._proc.stdin is not None
-        try:
-            self._proc.stdin.write((json.dumps({"query": query, "top_k": top_k}) + "\n").encode("utf-8"))
-            self._proc.stdin.flush()
-        except (BrokenPipeError, OSError):
-            pass  # the child is gone: reading says how it ended
-        reply = self._read_line(self.spec.timeout_s)
-        self.last_call_ms = reply.get("call_ms")
-        if "error" in reply:
-            raise _Failed(f"raised {reply.get('type') or 'an exception'}", str(reply["error"]))
-        return reply.get("ok")
+        with self._lock:  # one child answers one question at a time
+            self.start_ms = 0.0
+            if self._proc is None or self._proc.poll() is not None:
+                self._stop()
+                started = time.perf_counter()
+                self._start()
+                self.start_ms = (time.perf_counter() - started) * 1000
+            assert self._proc is not None and self._proc.stdin is not None
+            try:
+                self._proc.stdin.write((json.dumps({"query": query, "top_k": top_k}) + "\n").encode("utf-8"))
+                self._proc.stdin.flush()
+            except (BrokenPipeError, OSError):
+                pass  # the child is gone: reading says how it ended
+            reply = self._read_line(self.spec.timeout_s)
+            self.last_call_ms = reply.get("call_ms")
+            if "error" in reply:
+                raise _Failed(f"raised {reply.get('type') or 'an exception'}", str(reply["error"]))
+            return reply.get("ok")

@@ -6,19 +6,10 @@ import time
 from collections.abc import Sequence
 
 from retrieval_lib.errors import RetrievalError
-from retrieval_lib.models import SearchResponse
 from retrieval_lib.retrievers.spec import Answer, Hit, one_line
 from retrieval_lib.search import Retriever
 
-__all__ = ["CollectionRetriever", "answer_from_response"]
-
-
-def answer_from_response(response: SearchResponse, top_k: int, elapsed_ms: float) -> Answer:
-    """A :class:`~retrieval_lib.models.SearchResponse` as an :class:`Answer` (the chunk id, else the point id)."""
-    hits = [Hit(rank=i, content=r.content, source_url=r.source_url, source_file=r.source_file, score=r.raw_score,
-                chunk_id=r.chunk_id or r.point_id, title=r.title)
-            for i, r in enumerate(response.results, start=1)]
-    return Answer(query=response.query_text, top_k=top_k, hits=hits, elapsed_ms=elapsed_ms)
+__all__ = ["CollectionRetriever"]
 
 
 class CollectionRetriever:
@@ -41,7 +32,8 @@ class CollectionRetriever:
         return self.ask_many([query], top_k)[0]
 
     def ask_many(self, queries: Sequence[str], top_k: int) -> list[Answer]:
-        """Every question in one batched search; a failure answers each question with the error's one line."""
+        """Every question in one batched search; a failure answers each question with the error's one line. A hit's
+        ``chunk_id`` is the chunk id, else the point id."""
         t0 = time.perf_counter()
         try:
             responses = self.retriever.search_many(list(queries), top_k=top_k)
@@ -50,7 +42,11 @@ class CollectionRetriever:
             return [Answer(query=q, top_k=top_k, error=one_line(str(err)), error_kind=type(err).__name__,
                            elapsed_ms=ms) for q in queries]
         each = (time.perf_counter() - t0) * 1000 / max(1, len(responses))
-        return [answer_from_response(r, top_k, each) for r in responses]
+        return [Answer(query=response.query_text, top_k=top_k, elapsed_ms=each,
+                       hits=[Hit(rank=i, content=r.content, source_url=r.source_url, source_file=r.source_file,
+                                 score=r.raw_score, chunk_id=r.chunk_id or r.point_id, title=r.title)
+                             for i, r in enumerate(response.results, start=1)])
+                for response in responses]
 
     def close(self) -> None:
         if self._owned:

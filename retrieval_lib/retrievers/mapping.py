@@ -28,8 +28,7 @@ from retrieval_lib.collection.infer import CANDIDATES
 from retrieval_lib.errors import ConfigurationError
 from retrieval_lib.retrievers.spec import HIT_FIELDS, Hit
 
-__all__ = ["ResultMapping", "NoResultsList", "infer_mapping", "empty_results", "LIST_NAMES", "SCORE_NAMES",
-           "jmespath_of"]
+__all__ = ["ResultMapping", "NoResultsList", "infer_mapping", "empty_results"]
 
 #: Names a list of results goes by, most likely first.
 LIST_NAMES = ("results", "hits", "documents", "docs", "chunks", "matches", "sources", "contexts", "passages",

@@ -18,8 +18,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-__all__ = ["RetrieverSpec", "Hit", "Answer", "HIT_FIELDS", "TOP_K_NAMES", "expand", "env_references", "redact",
-           "one_line"]
+__all__ = ["RetrieverSpec", "Hit", "Answer", "HIT_FIELDS", "TOP_K_NAMES", "expand", "redact", "one_line"]
 
 #: The workbook's names for a result's fields (what ``fields`` maps onto).
 HIT_FIELDS: tuple[str, ...] = ("content", "source_url", "source_file", "score", "chunk_id", "title")

@@ -20,9 +20,8 @@ from typing import IO
 from fastapi import FastAPI
 
 from retrieval_lib.config import Settings, load_settings
-from retrieval_lib.embedding.providers import make_embedder
 from retrieval_lib.errors import RetrievalError
-from retrieval_lib.search import Retriever, open_collection
+from retrieval_lib.search import Retriever
 from retrieval_lib.service.batching import SearchBatcher
 from retrieval_lib.service.guard import RequestGuard
 from retrieval_lib.service.handlers import install_handlers, without_422
@@ -133,11 +132,8 @@ def open_retriever(settings: Settings, options: ServiceOptions | None = None) ->
         StoreLockedError: the embedded store is held by another process.
     """
     options = options or ServiceOptions()
-    embedder = make_embedder(settings)
-    store = open_collection(settings)  # read through the collection's payload roles (a profile's, or inferred)
     # The service applies its own (shorter) query limit first; the library's must not be the tighter one.
-    return Retriever(store, embedder, settings.collection_name,
-                     query_max_chars=max(options.query_max_chars, settings.query_max_chars))
+    return Retriever.from_settings(settings, query_max_chars=max(options.query_max_chars, settings.query_max_chars))
 
 
 def configured_metadata(settings: Settings, retriever: Retriever) -> MetadataDB | None:

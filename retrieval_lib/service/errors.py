@@ -104,25 +104,18 @@ class ServiceBusyError(RetrievalError):
         self.limit = limit
 
 
-_UNAVAILABLE = (ServiceBusyError, VectorStoreError, DatabaseUnavailableError, CollectionNotFoundError,
-                ModelMismatchError, ConfigurationError)
+#: Each status and the errors that get it, the first match wins (see the module table).
+_STATUSES: tuple[tuple[type[BaseException] | tuple[type[BaseException], ...], int], ...] = (
+    (RequestTooLargeError, 413), (UnsupportedMediaTypeError, 415), (RequestTimeoutError, 408), (ValidationError, 400),
+    (EmbeddingError, 502),
+    ((ServiceBusyError, VectorStoreError, DatabaseUnavailableError, CollectionNotFoundError, ModelMismatchError,
+      ConfigurationError), 503),
+)
 
 
 def status_for(err: BaseException) -> int:
-    """The HTTP status for an exception (see the module table)."""
-    if isinstance(err, RequestTooLargeError):
-        return 413
-    if isinstance(err, UnsupportedMediaTypeError):
-        return 415
-    if isinstance(err, RequestTimeoutError):
-        return 408
-    if isinstance(err, ValidationError):
-        return 400
-    if isinstance(err, EmbeddingError):
-        return 502
-    if isinstance(err, _UNAVAILABLE):
-        return 503
-    return 500
+    """The HTTP status for an exception (see the module table); 500 for anything else."""
+    return next((status for kinds, status in _STATUSES if isinstance(err, kinds)), 500)
 
 
 def error_body(kind: str, message: str, status: int) -> dict[str, Any]:

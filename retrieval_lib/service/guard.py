@@ -32,7 +32,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 from retrieval_lib.service.errors import INTERNAL_ERROR, RequestTimeoutError, RequestTooLargeError, error_body
 from retrieval_lib.service.querylog import QueryLog
 
-__all__ = ["RequestGuard", "LOG_KEY", "BodyTooLarge", "BodyTimeout", "SHUTTING_DOWN"]
+__all__ = ["RequestGuard", "LOG_KEY"]
 
 log = logging.getLogger(__name__)
 
@@ -103,7 +103,7 @@ class RequestGuard:
         entry: dict[str, Any] = {"request_id": request_id, "route": scope.get("path"), "method": scope.get("method")}
         scope[LOG_KEY] = entry
         started = False
-        limit = self.max_body_bytes
+        limit, timeout, received = self.max_body_bytes, self.body_timeout, 0
 
         async def send_with_id(message: Message) -> None:
             nonlocal started
@@ -112,10 +112,6 @@ class RequestGuard:
                 entry["status"] = message["status"]
                 message = {**message, "headers": [*message.get("headers", []), (b"x-request-id", request_id.encode())]}
             await send(message)
-
-        received = 0
-
-        timeout = self.body_timeout
 
         async def receive_limited() -> Message:
             nonlocal received

@@ -33,7 +33,7 @@ from retrieval_lib.service.guard import LOG_KEY
 from retrieval_lib.service.health import redact
 from retrieval_lib.service.schemas import SearchRequest, publish_limits
 
-__all__ = ["install_handlers", "without_422", "validation_message", "error_response", "is_json"]
+__all__ = ["install_handlers", "without_422"]
 
 _FIELDS = ", ".join(SearchRequest.model_fields)
 _HTTP_TYPES = {400: ValidationError.__name__, 404: "NotFound", 405: "MethodNotAllowed",

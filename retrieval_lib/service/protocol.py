@@ -27,13 +27,15 @@ import json
 import logging
 from typing import Any
 
+from retrieval_lib.service.errors import error_body
+
 __all__ = ["guarded_protocol"]
 
 log = logging.getLogger("uvicorn.error")
 
 
 def _answer(status: int, reason: str, kind: str, message: str) -> bytes:
-    body = json.dumps({"error": {"type": kind, "message": message, "status": status}}).encode()
+    body = json.dumps(error_body(kind, message, status)).encode()
     head = (f"HTTP/1.1 {status} {reason}\r\ncontent-type: application/json\r\ncontent-length: {len(body)}\r\n"
             "connection: close\r\n\r\n").encode()
     return head + body

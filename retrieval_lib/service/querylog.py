@@ -17,6 +17,7 @@ A line is never lost to its content or to the disk:
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import sys
@@ -64,8 +65,6 @@ class QueryLog:
         self._inode: tuple[int, int] | None = None
         self._failing = False
         self._lock = threading.Lock()
-        #: writes that failed since the log was opened (each one's line went to stderr)
-        self.failures = 0
         if self.path is not None:
             try:
                 self._open()
@@ -86,25 +85,20 @@ class QueryLog:
         if self.path is None:
             return self._given or sys.stderr
         if self._stream is not None:
-            try:
+            with contextlib.suppress(OSError):
                 st = os.stat(self.path)
                 if (st.st_dev, st.st_ino) == self._inode:
                     return self._stream
-            except OSError:
-                pass
             self._close_stream()
         return self._open()
 
     def _close_stream(self) -> None:
         stream, self._stream = self._stream, None
         if stream is not None:
-            try:
+            with contextlib.suppress(OSError):
                 stream.close()
-            except OSError:
-                pass
 
     def _report(self, err: OSError) -> None:
-        self.failures += 1
         if self._failing:
             return
         self._failing = True
@@ -115,11 +109,9 @@ class QueryLog:
 
     def _emergency(self, text: str) -> None:
         stream = self._fallback or sys.stderr
-        try:
+        with contextlib.suppress(OSError, ValueError):  # stderr itself is gone: nothing is left to tell
             stream.write(text + "\n")
             stream.flush()
-        except (OSError, ValueError):  # stderr itself is gone: nothing is left to tell
-            pass
 
     # ------------------------------------------------------------------ writing
     def write(self, entry: dict[str, Any]) -> dict[str, Any]:

@@ -9,7 +9,6 @@
 
 from retrieval_lib.stores.base import (
     INDEXED_FIELDS,
-    SMALL_COLLECTION,
     IndexInfo,
     ReadableStore,
     size_warning,
@@ -21,7 +20,6 @@ from retrieval_lib.stores.qdrant import VectorStore
 from retrieval_lib.stores.scan import Columns, iter_points, page_size, read_columns
 from retrieval_lib.stores.stats import collection_stats
 
-__all__ = ["INDEXED_FIELDS", "SMALL_COLLECTION", "IndexInfo", "ReadableStore", "size_warning", "open_store",
+__all__ = ["INDEXED_FIELDS", "IndexInfo", "ReadableStore", "size_warning", "open_store",
            "VectorStore", "EdgeStore", "collection_stats", "MetadataDB", "sync_from_settings", "Columns", "iter_points",
-           "page_size",
-           "read_columns"]
+           "page_size", "read_columns"]

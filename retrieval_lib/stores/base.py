@@ -1,5 +1,6 @@
-"""What every store backend shares: the filtered payload fields, the small-collection warning, and how
-a collection is searched (:class:`IndexInfo`). It imports no backend, so every backend imports it.
+"""What every store backend shares: the filtered payload fields, the small-collection warning, how a
+collection is searched (:class:`IndexInfo`), and which vector a point read back carries (:func:`stored_vector`).
+It imports no backend, so every backend imports it.
 """
 
 from __future__ import annotations
@@ -8,7 +9,10 @@ from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-__all__ = ["INDEXED_FIELDS", "SMALL_COLLECTION", "size_warning", "IndexInfo", "exactness", "ReadableStore"]
+from retrieval_lib.errors import ValidationError
+
+__all__ = ["INDEXED_FIELDS", "SMALL_COLLECTION", "size_warning", "IndexInfo", "exactness", "ReadableStore",
+           "stored_vector", "require_vector"]
 
 #: Payload fields that filters use; indexed where the backend supports it.
 INDEXED_FIELDS: dict[str, str] = {
@@ -34,6 +38,38 @@ def size_warning(collection: str, points: int) -> str | None:
     if points < SMALL_COLLECTION:
         return f"collection {collection!r} holds only {points} points (< {SMALL_COLLECTION}): results say little"
     return None
+
+
+def stored_vector(point: Any, name: str | None = None) -> list[float] | None:
+    """The dense vector a point read with its vectors carries, as a list of floats.
+
+    A collection's unnamed vector is the point's ``vector`` itself; of named vectors (a dict) it is the one called
+    ``name``, else the point's only one (a read with ``QDRANT_VECTOR_NAME`` set fetches that one alone). None when
+    the point carries none, several named vectors and none chosen, or one that is not a flat list of numbers (a
+    multi-vector or a sparse vector).
+    """
+    vector = point.vector
+    if isinstance(vector, dict):
+        vector = vector.get(name) if name else next(iter(vector.values())) if len(vector) == 1 else None
+    if hasattr(vector, "tolist"):  # an engine that hands back numpy arrays
+        vector = vector.tolist()
+    if not isinstance(vector, list | tuple) or not vector or isinstance(vector[0], list | tuple):
+        return None
+    return list(vector)
+
+
+def require_vector(point: Any, needed_by: str) -> list[float]:
+    """:func:`stored_vector`, for a check that needs every point's vector.
+
+    Raises:
+        ValidationError: the point carries no single dense vector (``needed_by`` names the check).
+    """
+    vector = stored_vector(point)
+    if vector is None:
+        raise ValidationError(f"point {point.id} carries no single dense vector: {needed_by} needs every stored "
+                              "vector (set QDRANT_VECTOR_NAME when the collection holds several named vectors)",
+                              field="vectors")
+    return vector
 
 
 @dataclass(frozen=True)

@@ -42,7 +42,7 @@ from retrieval_lib.stores.base import INDEXED_FIELDS, IndexInfo, exactness
 from retrieval_lib.stores.edge_filter import _point_id, edge_filter
 from retrieval_lib.stores.qdrant import VectorStore
 
-__all__ = ["EdgeStore", "edge_filter", "DEFAULT_HNSW", "DEFAULT_INDEXING_THRESHOLD_KB"]
+__all__ = ["EdgeStore", "edge_filter"]
 
 #: Qdrant's defaults, written explicitly into every new shard (full_scan_threshold in KB of vectors).
 DEFAULT_HNSW = {"m": 16, "ef_construct": 100, "full_scan_threshold": 10_000}
@@ -88,10 +88,8 @@ def _release_freed_heap() -> None:
     Loading a shard replays its write-ahead log, whose decoded records are freed but stay in the process's heap:
     about 60 MB at 100k points (``benchmarks/bench_scale.py``), in every notebook kernel that opens the store.
     """
-    try:
+    with contextlib.suppress(OSError, AttributeError):
         ctypes.CDLL("libc.so.6").malloc_trim(0)
-    except (OSError, AttributeError):
-        pass
 
 
 class EdgeStore(VectorStore):

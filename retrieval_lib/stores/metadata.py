@@ -24,15 +24,15 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
-
-import sqlalchemy as sa
-from sqlalchemy import exc as sa_exc
 
 from retrieval_lib.config import Settings, redact_url
 from retrieval_lib.errors import DatabaseUnavailableError
 from retrieval_lib.stores.scan import iter_points
+
+if TYPE_CHECKING:  # SQLAlchemy is imported where a database is opened: most commands never open one
+    import sqlalchemy as sa
 
 __all__ = ["ROW_FIELDS", "TableMapping", "CHUNKS", "SEED003_DOCUMENTS", "MetadataDB", "SyncSummary",
            "row_from_payload", "slug_of", "SQLITE_NAME", "sync_from_settings", "metadata_configured"]
@@ -72,6 +72,7 @@ SEED003_DOCUMENTS = TableMapping("documents", {"chunk_id": "chunk_id", "source_p
 
 
 def _chunks_table(meta: sa.MetaData) -> sa.Table:
+    import sqlalchemy as sa
     return sa.Table(
         "chunks", meta,
         sa.Column("chunk_id", sa.String, primary_key=True),
@@ -120,12 +121,7 @@ class SyncSummary:
     unchanged: int = 0
     unkeyed: int = 0  # points whose payload has no chunk_id
     warnings: list[str] = field(default_factory=list)
-
     location: str = ""
-
-    @property
-    def changed(self) -> int:
-        return self.inserted + self.updated + self.deleted
 
     def line(self) -> str:
         """One line for the command line."""
@@ -137,6 +133,7 @@ class SyncSummary:
 
 
 def _engine_for(url: str, timeout: float) -> sa.Engine:
+    import sqlalchemy as sa
     scheme = urlsplit(url).scheme
     if scheme.startswith("postgres"):
         url = "postgresql+psycopg://" + url.split("://", 1)[1]
@@ -165,6 +162,7 @@ class MetadataDB:
     """
 
     def __init__(self, engine: sa.Engine, location: str, *, mapping: TableMapping = CHUNKS) -> None:
+        import sqlalchemy as sa
         self.engine = engine
         self.location = location
         self.mapping = mapping
@@ -227,6 +225,7 @@ class MetadataDB:
 
     @contextmanager
     def _translated(self) -> Iterator[None]:
+        from sqlalchemy import exc as sa_exc
         try:
             yield
         except (sa_exc.OperationalError, sa_exc.InterfaceError, sa_exc.ProgrammingError,
@@ -246,6 +245,7 @@ class MetadataDB:
 
     # ------------------------------------------------------------------ reading
     def _select(self) -> sa.Select:
+        import sqlalchemy as sa
         wanted = [self.table.c[col].label(name) for name, col in self.mapping.columns.items() if col]
         return sa.select(*wanted)
 
@@ -273,6 +273,7 @@ class MetadataDB:
 
     def count(self) -> int:
         """Rows in the table."""
+        import sqlalchemy as sa
         with self._translated(), self.engine.connect() as conn:
             return int(conn.execute(sa.select(sa.func.count()).select_from(self.table)).scalar_one())
 
@@ -288,24 +289,15 @@ class MetadataDB:
                 "backend": self.backend, "location": self.location, "tables": {self.mapping.table: rows}}
 
     # ------------------------------------------------------------------ writing (table chunks only)
-    def _writable(self) -> None:
-        if self.mapping != CHUNKS:
-            raise ValueError(f"table {self.mapping.table!r} is read through a mapping and is never written")
-
-    def _write(self, conn: sa.Connection, rows: list[dict[str, Any]]) -> None:
-        # delete-then-insert by key: the same SQL on every backend (no dialect-specific upsert)
-        for start in range(0, len(rows), _BATCH):
-            batch = rows[start:start + _BATCH]
-            conn.execute(sa.delete(self.table).where(self._key.in_([r["chunk_id"] for r in batch])))
-            conn.execute(sa.insert(self.table), batch)
-
     def sync(self, payloads: Iterable[Mapping[str, Any]]) -> SyncSummary:
         """Make the table match ``payloads`` (every point of the collection) exactly, in one transaction.
 
         Rows that are missing or differ are written, rows with no point deleted,
         the rest left alone. Running it twice changes nothing the second time.
         """
-        self._writable()
+        import sqlalchemy as sa
+        if self.mapping != CHUNKS:
+            raise ValueError(f"table {self.mapping.table!r} is read through a mapping and is never written")
         summary = SyncSummary()
         wanted: dict[str, dict[str, Any]] = {}
         for payload in payloads:
@@ -322,7 +314,11 @@ class MetadataDB:
             for start in range(0, len(stale), _BATCH):
                 conn.execute(sa.delete(self.table).where(self._key.in_(stale[start:start + _BATCH])))
             todo = [row for key, row in wanted.items() if have.get(key) != row]
-            self._write(conn, todo)
+            # delete-then-insert by key: the same SQL on every backend (no dialect-specific upsert)
+            for start in range(0, len(todo), _BATCH):
+                batch = todo[start:start + _BATCH]
+                conn.execute(sa.delete(self.table).where(self._key.in_([r["chunk_id"] for r in batch])))
+                conn.execute(sa.insert(self.table), batch)
         summary.deleted = len(stale)
         summary.inserted = sum(1 for r in todo if r["chunk_id"] not in have)
         summary.updated = len(todo) - summary.inserted

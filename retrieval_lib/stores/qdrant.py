@@ -60,8 +60,7 @@ class _NoIndexError(VectorStoreError):
 
 
 class VectorStore:
-    """A Qdrant collection host. Build with :meth:`open` or :meth:`in_memory`."""
-
+    """A Qdrant collection host. Build with :meth:`connect`, :meth:`at_path` or :meth:`in_memory`."""
 
     def __init__(self, client: Any, location: str, *, kind: str, folder: Path | None = None) -> None:
         self.client = client
@@ -169,9 +168,7 @@ class VectorStore:
         try:
             with self._lock:
                 yield
-        except VectorStoreError:
-            raise
-        except CollectionNotFoundError:
+        except (VectorStoreError, CollectionNotFoundError):
             raise
         except ResourceExhaustedResponse:
             raise VectorStoreError(
@@ -227,9 +224,7 @@ class VectorStore:
         attempt = 0
         while True:
             wait: float | None = None
-            guard = (self._translated(collection, attempts=attempt + 1) if self.kind == "server"
-                     else self._translated(collection))
-            with guard:
+            with self._translated(collection, attempts=attempt + 1):  # only a server retries: attempt > 0
                 try:
                     return call()
                 except Exception as err:  # classified, then re-raised into _translated
@@ -432,12 +427,14 @@ class VectorStore:
         A server refuses a facet on a field without a keyword index, and the workbook never creates one on a
         collection it did not build: there the values are counted from one scroll of just that field.
         """
+        from retrieval_lib.stores.scan import SERVER_PAGE
+
         try:
             return self.facet_counts(collection, key, limit)
         except _NoIndexError:
             log.info("Qdrant at %s has no keyword index on %r of %r: its values are counted by a scan",
                      self.location, key, collection)
-            return self._counted(collection, key, limit)
+            return tally(self.scroll(collection, with_payload=[key], batch_size=SERVER_PAGE), key, limit)
 
     def facet_counts(self, collection: str, key: str, limit: int = 100_000) -> dict[str, int]:
         """:meth:`distinct_values` by a facet only: no scan where the server has no index to facet on.
@@ -447,11 +444,6 @@ class VectorStore:
         """
         hits = self._run(collection, lambda: self.client.facet(collection, key=key, limit=limit, exact=True)).hits
         return {str(h.value): int(h.count) for h in hits}
-
-    def _counted(self, collection: str, key: str, limit: int) -> dict[str, int]:
-        from retrieval_lib.stores.scan import SERVER_PAGE
-
-        return tally(self.scroll(collection, with_payload=[key], batch_size=SERVER_PAGE), key, limit)
 
     # ------------------------------------------------------------------ writing
     def upsert(self, collection: str, points: Sequence[Any]) -> None:

@@ -27,10 +27,8 @@ def collection_stats(store: ReadableStore, collection: str) -> CollectionStats:
     warnings: list[str] = []
     vector_count = store.count(collection) if size is not None else 0
     folder = _data_folder(store, collection)
-    if folder is not None:
-        disk = _folder_size(folder)
-    else:
-        disk = None
+    disk = _folder_size(folder) if folder is not None else None
+    if folder is None:
         unreported.append(UnreportedField(
             field="disk_data_size_bytes",
             reason="in-memory store" if store.kind == "memory"
@@ -50,27 +48,20 @@ def collection_stats(store: ReadableStore, collection: str) -> CollectionStats:
     small = size_warning(collection, vector_count)
     if small:
         warnings.append(small)
-    per_file: dict[str, int] | None = {}
-    models: dict[str, int] | None = {}
-    if vector_count:
+    facets: dict[str, dict[str, int] | None] = {"source_file": {}, "model_version": {}}
+    for key, name in (("source_file", "source_files"), ("model_version", "models")):
         try:
-            per_file = dict(sorted(store.distinct_values(collection, "source_file").items()))
+            facets[key] = store.distinct_values(collection, key) if vector_count else {}
         except VectorStoreError:
-            per_file = None
+            facets[key] = None
             unreported.append(UnreportedField(
-                field="source_files", reason="the server could not facet on source_file (no keyword index?)"))
-        try:
-            models = store.distinct_values(collection, "model_version")
-        except VectorStoreError:
-            models = None
-            unreported.append(UnreportedField(
-                field="models", reason="the server could not facet on model_version (no keyword index?)"))
-    source_files = len(per_file) if per_file is not None else None
+                field=name, reason=f"the server could not facet on {key} (no keyword index?)"))
+    per_file = facets["source_file"]
     return CollectionStats(
         collection=collection,
-        source_files=source_files,
-        models=models,
-        points_per_source_file=per_file,
+        source_files=len(per_file) if per_file is not None else None,
+        models=facets["model_version"],
+        points_per_source_file=dict(sorted(per_file.items())) if per_file is not None else None,
         location=store.location,
         vector_count=vector_count,
         points_count=info.points_count,

@@ -108,10 +108,7 @@ def unit_of(name: str) -> str:
         return METRICS[name][0]
     if "_ms" in name:
         return "ms"
-    for suffix, unit in _SUFFIX_UNITS:
-        if name.endswith(suffix):
-            return unit
-    return ""
+    return next((unit for suffix, unit in _SUFFIX_UNITS if name.endswith(suffix)), "")
 
 
 def definition_of(name: str) -> str:

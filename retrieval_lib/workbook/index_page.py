@@ -113,10 +113,6 @@ def _gate_rows(gates: list[dict[str, Any]]) -> str:
     return "".join(rows) or '<tr><td colspan="5">no gates recorded</td></tr>'
 
 
-def _label(name: str) -> str:
-    return name.replace("_", " ")
-
-
 def _section(o: dict[str, Any]) -> str:
     status_cls = {"passed": "ok", "failed": "bad", "error": "err"}.get(o["status"], "warn")
     links = []
@@ -127,7 +123,7 @@ def _section(o: dict[str, Any]) -> str:
     links += [f'<a href="{_E(t)}">{_E(Path(t).name)}</a>' for t in o.get("tables", [])]
     units = o.get("units") or {}
     metrics = "".join(
-        f'<tr><td title="{_E(definition_of(k))}">{_E(_label(k))}</td>'
+        f'<tr><td title="{_E(definition_of(k))}">{_E(k.replace("_", " "))}</td>'
         f"<td>{_E(format_value(v, units.get(k) or unit_of(k)))}</td><td class=\"sub\">{_E(definition_of(k))}</td></tr>"
         for k, v in o.get("metrics", {}).items())
     findings = "".join(f"<li>{_E(f)}</li>" for f in o.get("findings", []))

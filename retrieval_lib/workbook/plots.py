@@ -27,7 +27,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any, NamedTuple, TypeVar
 
 __all__ = ["plain_text", "plain_figure", "score_histograms", "share_curves", "horizontal_bars", "annotated_heatmap",
-           "GROUP_COLOURS", "BarPanel", "threshold_bars", "latency_boxes", "count_histogram"]
+           "BarPanel", "threshold_bars", "latency_boxes", "count_histogram"]
 
 #: Colours of the groups a figure compares, in order (in-domain, out-of-domain, ...).
 GROUP_COLOURS: tuple[str, ...] = ("tab:blue", "tab:orange", "tab:green", "tab:purple", "tab:brown")
@@ -88,9 +88,6 @@ def score_histograms(panels: Sequence[tuple[str, Mapping[str, Sequence[float]]]]
         threshold_label: the line's legend label (its value is appended).
         bins: number of equal-width bins over [0, 1].
         xlabel: label of the score axis.
-
-    Returns:
-        The matplotlib Figure.
     """
     import matplotlib.pyplot as plt
     import numpy as np
@@ -122,9 +119,6 @@ def share_curves(thresholds: Sequence[float], shares: Mapping[str, Sequence[floa
         band: ``(low, high)`` shaded in green, e.g. the gap between two groups.
         marker: a dotted green line, e.g. a recommended threshold (its value is shown to 3 decimals).
         title, xlabel, ylabel: axis texts.
-
-    Returns:
-        The matplotlib Figure.
     """
     import matplotlib.pyplot as plt
 
@@ -196,9 +190,6 @@ def annotated_heatmap(values: Sequence[Sequence[float]], rows: Sequence[str], co
         texts: what each cell shows instead of its value (e.g. ``"="`` for identical).
         cmap, vmin, vmax: the colour scale.
         title, colorbar_label: texts.
-
-    Returns:
-        The matplotlib Figure.
     """
     import matplotlib.pyplot as plt
     import numpy as np
@@ -245,9 +236,6 @@ def threshold_bars(panels: Sequence[BarPanel], *, xlabel: str = "similarity scor
         panels: the panels, top to bottom; each is as tall as its number of bars (at least one).
         xlabel: label of the shared value axis (under the last panel).
         xlim: the value axis range.
-
-    Returns:
-        The matplotlib Figure.
     """
     import matplotlib.pyplot as plt
 
@@ -284,9 +272,6 @@ def latency_boxes(series: Mapping[str, Sequence[float]], percentiles: Mapping[st
         target_label: its legend label (the value and unit are appended).
         title: the left panel's title.
         unit: the unit of every value, for the axis labels and the bar annotations.
-
-    Returns:
-        The matplotlib Figure.
     """
     import matplotlib.pyplot as plt
 

@@ -44,7 +44,7 @@ from retrieval_lib.retrievers import (
     parse_spec,
     team_retriever,
 )
-from retrieval_lib.search import Retriever
+from retrieval_lib.search import Retriever, open_collection
 from retrieval_lib.workbook.plots import plain_text
 from retrieval_lib.workbook.registry import spec_for_stem
 
@@ -154,8 +154,6 @@ class NotebookReport:
             ValidationError: ``rule`` is not one of :data:`RULES` (or empty).
         """
         if rule and rule not in RULES:
-            from retrieval_lib.errors import ValidationError
-
             raise ValidationError(f"gate rule must be one of {', '.join(RULES)} (got {rule!r})", field="rule")
         counts = None
         if provenance is not None and provenance.marked:
@@ -199,14 +197,11 @@ class NotebookReport:
 
         plain_text(fig)
         if show:
-            try:
-                from IPython import get_ipython
-                from IPython.display import display
+            from IPython import get_ipython
+            from IPython.display import display
 
-                if get_ipython() is not None:
-                    display(fig)
-            except ImportError:  # pragma: no cover - IPython ships with the notebook stack
-                pass
+            if get_ipython() is not None:
+                display(fig)
         folder = self.run_dir / "figures"
         folder.mkdir(exist_ok=True)
         path = folder / f"{self.notebook}_{name}.png"
@@ -290,6 +285,7 @@ class NotebookRun:
         self.report.specification = list(spec)
         self._settings = settings
         self._retriever: Retriever | None = None
+        self._store: CollectionView | None = None  # opened alone when a check reads the collection before it asks
         self._asker: TalliedRetriever | None = None  # the profile's retriever (retrieval_lib.retrievers)
         self._spec: RetrieverSpec | None = None
         self._answering: AnsweringSearch | None = None  # one per run: it reads the collection's URL -> file map once
@@ -353,18 +349,22 @@ class NotebookRun:
             embedder = CachedEmbedder(make_embedder(self.settings), self._cache,
                                       bypass=_bypass(self.report.notebook))
             self._embedders.append(embedder)
-            self._retriever = Retriever.from_settings(self.settings, embedder=embedder)
-            r = self._retriever
-            self.report.context = {
-                "collection": r.collection, "location": r.store.location, "store": r.store.kind,
-                "provider": r.embedder.provider, "model": r.embedder.model, "dimension": r.embedder.dimension,
-            }
+            settings = self.settings
+            self._retriever = Retriever(self.store, embedder, settings.collection_name,
+                                        query_max_chars=settings.query_max_chars)
+            e = embedder
+            self.report.context.update(provider=e.provider, model=e.model, dimension=e.dimension)
         return self._retriever
 
     @property
     def store(self) -> CollectionView:
-        """The collection's store, read through the collection's payload roles (never written)."""
-        return self.collection_retriever.store
+        """The collection's store, read through the collection's payload roles (never written); opened without
+        the embedder, so a check of stored vectors alone (11's ANN recall) runs with no embedding key."""
+        if self._store is None:
+            self._store = open_collection(self.settings)
+            self.report.context = {"collection": self.collection, "location": self._store.location,
+                                   "store": self._store.kind}
+        return self._store
 
     @property
     def collection(self) -> str:
@@ -408,8 +408,11 @@ class NotebookRun:
             self._asker = None
             self._answering = None
         if self._retriever is not None:
-            self._retriever.close()
+            self._retriever.close()  # its store is self._store
             self._retriever = None
+        elif self._store is not None:
+            self._store.close()
+        self._store = None
 
     def embed_usage(self) -> EmbedUsage:
         """The embed calls and texts this notebook has sent so far, and the queries its run's cache answered."""
@@ -466,10 +469,8 @@ class NotebookRun:
             self.close()
 
     def _register_hook(self) -> bool:
-        try:
-            from IPython import get_ipython
-        except ImportError:  # pragma: no cover - IPython ships with the notebook stack
-            return False
+        from IPython import get_ipython
+
         shell = get_ipython()
         if shell is None:
             return False
@@ -492,10 +493,8 @@ class NotebookRun:
 
 def _display_for_reports() -> None:
     """Tables in a notebook kernel show whole paths and titles (wrapped by the page, never cut with "...")."""
-    try:
-        import pandas as pd
-    except ImportError:  # pragma: no cover - pandas is a pinned dependency
-        return
+    import pandas as pd
+
     pd.set_option("display.max_colwidth", None)
     # a `$` in a chunk's text is text: JupyterLab would typeset `$...$` in a table's HTML as mathematics
     pd.set_option("display.html.use_mathjax", False)

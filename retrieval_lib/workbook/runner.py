@@ -40,8 +40,7 @@ from retrieval_lib.retrievers import parse_spec
 from retrieval_lib.workbook.index_page import render_index
 from retrieval_lib.workbook.registry import spec_for_stem
 
-__all__ = ["RunResult", "NotebookOutcome", "run_workbook", "list_notebooks", "load_profile", "declared_parameters",
-           "embedding_totals"]
+__all__ = ["RunResult", "NotebookOutcome", "run_workbook", "list_notebooks", "load_profile", "embedding_totals"]
 
 NOTEBOOK_DIR = PROJECT_ROOT / "notebooks"
 DEFAULT_PARAMS = PROJECT_ROOT / "params" / "demo.yaml"
@@ -361,8 +360,7 @@ def _run(loaded: Profile, selected: list[Path], folder: Path | None, out_dir: st
         finished = datetime.now(UTC)
         summary["finished"] = finished.isoformat(timespec="seconds")
         summary["duration_s"] = round((finished - started).total_seconds(), 1)
-        summary["validated"] = _validated(outcomes)
-        summary["outcomes"] = [asdict(o) for o in outcomes]
+        summary["validated"] = _validated(outcomes)  # the settings when no notebook said what it validated
         summary["gates"] = [{"notebook": o.notebook, **g} for o in outcomes for g in o.gates]
         summary["embedding"] = embedding_totals(outcomes, summary.get("embedding_prefetch"))
         cache_file(run_dir).unlink(missing_ok=True)  # the run's query cache lives as long as the run
@@ -375,6 +373,10 @@ def _run(loaded: Profile, selected: list[Path], folder: Path | None, out_dir: st
         (run_dir / "index.html").write_text(render_index(summary), encoding="utf-8")
     exit_code = 2 if (errored or summary["status"] != "complete") else 1 if failed else 0
     return RunResult(run_dir=run_dir, index_html=run_dir / "index.html", exit_code=exit_code, outcomes=outcomes)
+
+
+#: What an outcome takes from its notebook's ``metrics.json``.
+_FROM_METRICS = ("title", "gates", "metrics", "findings", "figures", "tables", "context", "units", "specification")
 
 
 def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, timeout: int) -> NotebookOutcome:
@@ -409,15 +411,9 @@ def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, t
     metrics_file = run_dir / "metrics" / f"{nb.stem}.json"
     if metrics_file.exists():
         data = json.loads(metrics_file.read_text(encoding="utf-8"))
-        outcome.title = data.get("title", "")
-        outcome.gates = data.get("gates", [])
-        outcome.metrics = data.get("metrics", {})
-        outcome.findings = data.get("findings", [])
-        outcome.figures = data.get("figures", [])
-        outcome.tables = data.get("tables", [])
-        outcome.context = data.get("context") or {}
-        outcome.units = data.get("units") or {}
-        outcome.specification = data.get("specification") or []
+        for name in _FROM_METRICS:
+            if data.get(name):  # absent or empty: the outcome's own default
+                setattr(outcome, name, data[name])
         if not error and not data.get("passed", False):
             outcome.status = "failed"
     elif not error:

@@ -13,7 +13,7 @@ from typing import Any
 from retrieval_lib.workbook.report import gate_state
 
 __all__ = ["Verdict", "verdict", "format_value", "rule_text", "gate_hint", "terminal_lines", "embedding_text",
-           "duration_text", "validated_text", "provenance_text", "data_text", "docs_reference"]
+           "duration_text", "provenance_text", "data_text"]
 
 _AT_LEAST = {">=": "at least", ">": "more than"}
 _AT_MOST = {"<=": "at most", "<": "less than"}
@@ -65,17 +65,12 @@ def format_value(value: Any, unit: str = "") -> str:
         text = f"{value:.4g}" if abs(value) >= 1e-4 or value == 0 else f"{value:.2e}"
     elif isinstance(value, int):
         text = f"{value:,}"
-    elif isinstance(value, (list, tuple)):
+    elif isinstance(value, (list, tuple, dict)):
         if not value:
             return "none"
-        shown = ", ".join(format_value(v) for v in value[:8])
-        return shown + (f" … ({len(value)} in all)" if len(value) > 8 else "")
-    elif isinstance(value, dict):
-        if not value:
-            return "none"
-        items = list(value.items())
-        shown = ", ".join(f"{k}: {format_value(v)}" for k, v in items[:8])
-        return shown + (f" … ({len(items)} in all)" if len(items) > 8 else "")
+        shown = [f"{k}: {format_value(v)}" for k, v in value.items()] if isinstance(value, dict) else [
+            format_value(v) for v in value]
+        return ", ".join(shown[:8]) + (f" … ({len(shown)} in all)" if len(shown) > 8 else "")
     else:
         text = str(value)
     return f"{text} {unit}" if unit else text

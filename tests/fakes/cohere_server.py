@@ -1,8 +1,10 @@
 """A loopback fake of Cohere's v2 embed API, for driving the REAL ``cohere`` SDK.
 
 Use: ``with FakeCohere(dim=1024) as fake:`` then
-``cohere.ClientV2(api_key="k", base_url=fake.url)``. The server binds
-127.0.0.1 port 0 and nothing else.
+``cohere.ClientV2(api_key="k", base_url=fake.url)``. The server, the script of
+behaviours, the record of requests and the shutdown are the shared
+:class:`fakes.loopback.LoopbackFake` (127.0.0.1, port 0, nothing else); this
+module is Cohere's answer and error bodies.
 
 What the installed SDK (cohere==7.3.1) does -- read from its source
 (``cohere/client_v2.py``, ``cohere/base_client.py``, ``cohere/v2/raw_client.py``,
@@ -80,120 +82,40 @@ Proxies
     127.0.0.1 is reached directly (``tests/fakes/proxies.py``: the ``no_proxies``
     fixture in process, ``direct_env`` for a child process).
 
-Behaviours (one consumed per request, in order; when the script is empty a
-request gets ``"ok"``; :meth:`FakeCohere.always` overrides both):
+The fake (behaviours, ``per_text_delay``, ``hang_cap``, ``max_requests`` and
+``fake.requests`` as in :mod:`fakes.loopback`):
 
-* ``"ok"`` -- 200 with a valid v2 embed response. Vectors are a hashed
-  bag-of-words: each lower-cased ``\\w+`` token gets a pseudo-random Gaussian
-  vector seeded from sha256(model, token); the text vector is their sum plus a
-  small (weight 0.05) component seeded from sha256(model, input_type, text),
-  L2-normalised. Hence: identical (model, input_type, text) -> identical vector;
-  texts sharing words -> high cosine; unrelated texts -> cosine ~ 0; the same
-  text as ``search_query`` and ``search_document`` -> cosine ~ 0.999 (one space,
-  as with the real models); another model -> an unrelated space. Opt-in:
-  ``FakeCohere(input_type_weight=w)`` sets that component's weight (1.0: the two
-  types of one text meet at cosine ~ 0.5, so a swapped type shows). A body
-  ``output_dimension`` overrides ``dim``. Missing/empty ``texts`` (and no text in
-  ``inputs``) or missing ``model``/``input_type`` -> 400 ``{"message": ...}``;
-  a path other than ``/v2/embed`` -> 404.
-* ``("status", code)`` / ``("status", code, headers)`` / ``("status", code, headers, body)``
-  -- that status with ``{"id": ..., "message": ...}`` (or ``body``: a dict/list is
-  sent as JSON, a str/bytes as-is, e.g. an HTML page) and the extra headers,
-  e.g. ``("status", 429, {"Retry-After": "1"})``. Header names may be given in
-  any case; ``{"retry_after": "1"}`` is accepted as ``Retry-After``.
-* ``"hang"`` -- read the request, then never answer (sleeps up to ``hang_cap``,
-  30 s by default, and wakes at once when the server shuts down), then drops
-  the connection.
-* ``"disconnect"`` -- read the request and close the connection without a
-  response (the SDK raises ``httpx.RemoteProtocolError``).
+* ``"ok"`` -- 200 with a valid v2 embed response (``id``, ``embeddings.float``,
+  ``texts``, ``meta.billed_units.input_tokens``, ``response_type``). Vectors are
+  :func:`fakes.loopback.embed_text`'s hashed bag of words, seeded by (model,
+  input_type, text); ``FakeCohere(input_type_weight=w)`` sets the weight of the
+  input type's part (1.0: the two types of one text meet at cosine ~ 0.5, so a
+  swapped type shows); ``vectors=`` takes another source (e.g.
+  :func:`fakes.loopback.minilm_padded`). A body ``output_dimension`` overrides
+  ``dim``. Missing/empty ``texts`` (and no text in ``inputs``) or missing
+  ``model``/``input_type`` -> 400 ``{"id", "message"}``; a path other than
+  ``/v2/embed`` -> 404; with ``api_key`` set, another bearer key -> 401 (Cohere's
+  ``invalid api token``).
+* ``("status", code, ...)`` -- that status with ``{"id": ..., "message": ...}``
+  (or the body given; an HTML page is sent as ``text/html``).
 * ``"malformed"`` -- 200, ``content-type: application/json``, body ``{"embeddings": ``.
-* ``("dim", n)`` -- 200, valid structure, vectors of dimension n.
-* ``"count_mismatch"`` -- 200, one vector fewer than texts.
+* ``"disconnect"`` -- the SDK raises ``httpx.RemoteProtocolError``.
 
-``per_text_delay`` (seconds, default 0) makes every embed answer wait that long per
-text before it is sent (a server whose time grows with the batch; at most
-``hang_cap``, waking at once on shutdown).
-
-``fake.requests`` records every request: ``{"path", "method", "headers"
-(lower-case keys), "json" (parsed body or None), "time" (time.monotonic()),
-"behaviour"}``. Shutdown takes well under 2 s, even with a request hanging.
+An idle keep-alive connection stays open 60 s (the workbook's runs pause between
+notebooks longer than the shared default of 10 s).
 """
 
 from __future__ import annotations
 
-import hashlib
-import json
 import re
-import socket
-import threading
-import time
 import uuid
-from collections import deque
-from functools import lru_cache
-from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-import numpy as np
+from fakes.loopback import LoopbackFake, embed_text, hashed_vectors
 
 __all__ = ["FakeCohere", "embed_text"]
 
-_HOST = "127.0.0.1"
 _TOKEN_RE = re.compile(r"\w+", re.UNICODE)
-_INPUT_TYPE_WEIGHT = 0.05
-_SIMPLE = {"ok", "hang", "malformed", "count_mismatch", "disconnect"}
-
-
-def _seed(*parts: str) -> int:
-    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
-    return int.from_bytes(digest[:8], "big")
-
-
-@lru_cache(maxsize=65536)
-def _token_vector(model: str, token: str, dim: int) -> np.ndarray:
-    vec = np.random.default_rng(_seed("tok", model, token)).standard_normal(dim)
-    vec.setflags(write=False)
-    return vec
-
-
-def embed_text(text: str, *, model: str, input_type: str, dim: int,
-               input_type_weight: float = _INPUT_TYPE_WEIGHT) -> list[float]:
-    """The fake's deterministic embedding of one text (see the module docstring)."""
-    tokens = _TOKEN_RE.findall(text.lower())
-    acc = np.zeros(dim)
-    for tok in tokens:
-        acc += _token_vector(model, tok, dim)
-    if tokens:
-        acc /= np.linalg.norm(acc) or 1.0
-    else:  # no word characters: fall back to the whole string
-        acc = np.array(_token_vector(model, "\x00" + text, dim))
-        acc /= np.linalg.norm(acc) or 1.0
-    noise = np.random.default_rng(_seed("full", model, input_type, text)).standard_normal(dim)
-    noise /= np.linalg.norm(noise) or 1.0
-    vec = acc + input_type_weight * noise
-    vec /= np.linalg.norm(vec) or 1.0
-    return [round(float(x), 8) for x in vec]
-
-
-def _normalise_behaviour(b: Any) -> Any:
-    if isinstance(b, str):
-        if b not in _SIMPLE:
-            raise ValueError(f"unknown FakeCohere behaviour {b!r}")
-        return b
-    if isinstance(b, (tuple, list)) and b:
-        kind = b[0]
-        if kind == "dim" and len(b) == 2 and isinstance(b[1], int) and b[1] >= 0:
-            return ("dim", b[1])
-        if kind == "status" and 2 <= len(b) <= 4 and isinstance(b[1], int):
-            headers = dict(b[2]) if len(b) >= 3 and b[2] else {}
-            body = b[3] if len(b) == 4 else None
-            return ("status", b[1], headers, body)
-    raise ValueError(f"unknown FakeCohere behaviour {b!r}")
-
-
-def _header_name(name: str) -> str:
-    if name.lower() in ("retry_after", "retry-after"):
-        return "Retry-After"
-    return name
 
 
 def _texts_from_body(body: dict) -> list[str] | None:
@@ -212,190 +134,28 @@ def _texts_from_body(body: dict) -> list[str] | None:
     return None
 
 
-class _Server(ThreadingHTTPServer):
-    daemon_threads = True
-    allow_reuse_address = True
-    block_on_close = False
-    fake: FakeCohere
+class FakeCohere(LoopbackFake):
+    """Context manager: ``with FakeCohere(dim=1024) as fake: fake.url`` (see the module).
 
-    def process_request(self, request, client_address):  # track sockets so close() can wake them
-        self.fake._track(request)
-        super().process_request(request, client_address)
-
-
-class _Handler(BaseHTTPRequestHandler):
-    protocol_version = "HTTP/1.1"
-    server_version = "FakeCohere/1.0"
-    timeout = 60  # idle keep-alive connections do not live forever
-
-    def log_message(self, format: str, *args: Any) -> None:  # silence stderr
-        pass
-
-    # every method goes through one path
-    def do_POST(self) -> None:
-        self._handle()
-
-    do_GET = do_PUT = do_DELETE = do_PATCH = do_POST
-
-    def _read_body(self) -> bytes:
-        length = int(self.headers.get("content-length") or 0)
-        return self.rfile.read(length) if length > 0 else b""
-
-    def _send(self, status: int, body: bytes, headers: dict | None = None,
-              content_type: str = "application/json") -> None:
-        self.send_response(status)
-        self.send_header("content-type", content_type)
-        self.send_header("content-length", str(len(body)))
-        for k, v in (headers or {}).items():
-            self.send_header(_header_name(k), str(v))
-        self.end_headers()
-        self.wfile.write(body)
-        self.wfile.flush()
-
-    def _send_json(self, status: int, obj: Any, headers: dict | None = None) -> None:
-        self._send(status, json.dumps(obj).encode("utf-8"), headers)
-
-    def _handle(self) -> None:
-        fake: FakeCohere = self.server.fake  # type: ignore[attr-defined]
-        raw = self._read_body()
-        try:
-            parsed = json.loads(raw) if raw else None
-        except ValueError:
-            parsed = None
-        path = self.path.split("?", 1)[0]
-        behaviour = fake._next_behaviour()
-        fake._record({
-            "path": path,
-            "method": self.command,
-            "headers": {k.lower(): v for k, v in self.headers.items()},
-            "json": parsed,
-            "time": time.monotonic(),
-            "behaviour": behaviour,
-        })
-
-        if behaviour == "hang":
-            fake._stop.wait(fake.hang_cap)
-            self.close_connection = True
-            return
-        if behaviour == "disconnect":
-            self.close_connection = True
-            return
-        if isinstance(behaviour, tuple) and behaviour[0] == "status":
-            _, code, headers, body = behaviour
-            if body is None:
-                payload = json.dumps({"id": str(uuid.uuid4()), "message": f"fake cohere error {code}"}).encode()
-                ctype = "application/json"
-            elif isinstance(body, (dict, list)):
-                payload, ctype = json.dumps(body).encode(), "application/json"
-            elif isinstance(body, bytes):
-                payload, ctype = body, "text/plain"
-            else:
-                payload, ctype = str(body).encode("utf-8"), "text/plain"
-                if payload.lstrip()[:1] == b"<":
-                    ctype = "text/html"
-            self._send(code, payload, headers, content_type=ctype)
-            return
-        if behaviour == "malformed":
-            self._send(200, b'{"embeddings": ')
-            return
-
-        # "ok", ("dim", n), "count_mismatch": a real embed answer
-        if path.rstrip("/") != "/v2/embed" or self.command != "POST":
-            self._send_json(404, {"id": str(uuid.uuid4()), "message": f"fake cohere: no route {self.command} {path}"})
-            return
-        if not isinstance(parsed, dict):
-            self._send_json(400, {"id": str(uuid.uuid4()), "message": "invalid request: body must be a JSON object"})
-            return
-        model, input_type = parsed.get("model"), parsed.get("input_type")
-        texts = _texts_from_body(parsed)
-        if not isinstance(model, str) or not model:
-            self._send_json(400, {"id": str(uuid.uuid4()), "message": "invalid request: model is required"})
-            return
-        if not isinstance(input_type, str) or not input_type:
-            self._send_json(400, {"id": str(uuid.uuid4()), "message": "invalid request: input_type is required"})
-            return
-        if texts is None:
-            self._send_json(400, {"id": str(uuid.uuid4()),
-                                  "message": "invalid request: texts must be a non-empty list of strings"})
-            return
-
-        dim = fake.dim
-        if isinstance(parsed.get("output_dimension"), int) and parsed["output_dimension"] > 0:
-            dim = parsed["output_dimension"]
-        if isinstance(behaviour, tuple) and behaviour[0] == "dim":
-            dim = behaviour[1]
-        vectors = [embed_text(t, model=model, input_type=input_type, dim=dim,
-                              input_type_weight=fake.input_type_weight) for t in texts]
-        if behaviour == "count_mismatch":
-            vectors = vectors[:-1]
-        n_tokens = sum(len(_TOKEN_RE.findall(t)) for t in texts)
-        if fake.per_text_delay:  # a server whose answer takes longer the more texts a request carries
-            fake._stop.wait(min(fake.hang_cap, fake.per_text_delay * len(texts)))
-        answer = {
-            "id": str(uuid.uuid4()),
-            "embeddings": {"float": vectors},
-            "texts": list(texts),
-            "meta": {"api_version": {"version": "2"}, "billed_units": {"input_tokens": n_tokens}},
-            "response_type": "embeddings_by_type",
-        }
-        try:
-            self._send_json(200, answer)
-        except (BrokenPipeError, ConnectionResetError):  # the client gave up waiting (its timeout)
-            self.close_connection = True
-
-
-class FakeCohere:
-    """Context manager. ``with FakeCohere(dim=1024) as fake: fake.url ...``
-
-    ``script`` / :meth:`push` queue behaviours (one per request); :meth:`always`
-    makes every later request get one behaviour (``always(None)`` undoes it).
+    ``script`` / :meth:`push` queue behaviours (one per request); :meth:`always` makes every later request get one
+    behaviour (``always(None)`` undoes it).
     """
 
-    def __init__(self, dim: int = 1024, script: list | None = None, hang_cap: float = 30.0,
-                 input_type_weight: float = _INPUT_TYPE_WEIGHT, per_text_delay: float = 0.0):
-        self.dim = dim
-        self.per_text_delay = max(0.0, float(per_text_delay))
-        self.input_type_weight = input_type_weight
-        self.hang_cap = min(float(hang_cap), 30.0)
-        self.requests: list[dict] = []
-        self.url = ""
-        self.port = 0
-        self._lock = threading.Lock()
-        self._script: deque = deque()
-        self._always: Any = None
-        self._stop = threading.Event()
-        self._socks: list[socket.socket] = []
-        self._server: _Server | None = None
-        self._thread: threading.Thread | None = None
-        if script:
-            self.push(*script)
+    name = "cohere"
+    malformed_body = b'{"embeddings": '
+    idle_timeout = 60.0
 
-    # ---- scripting -------------------------------------------------------
-    def push(self, *behaviours: Any) -> None:
-        norm = [_normalise_behaviour(b) for b in behaviours]
-        with self._lock:
-            self._script.extend(norm)
+    def __init__(self, *, dim: int = 1024, input_type_weight: float | None = None, **options: Any) -> None:
+        if input_type_weight is not None and options.get("vectors") is None:
+            options["vectors"] = hashed_vectors(input_type_weight)
+        super().__init__(dim=dim, **options)
 
-    def always(self, behaviour: Any) -> None:
-        norm = None if behaviour is None else _normalise_behaviour(behaviour)
-        with self._lock:
-            self._always = norm
+    def error_body(self, code: int, message: str) -> Any:
+        return {"id": str(uuid.uuid4()), "message": message}
 
-    def _next_behaviour(self) -> Any:
-        with self._lock:
-            if self._always is not None:
-                return self._always
-            if self._script:
-                return self._script.popleft()
-            return "ok"
-
-    def _record(self, entry: dict) -> None:
-        with self._lock:
-            self.requests.append(entry)
-
-    def _track(self, sock: socket.socket) -> None:
-        with self._lock:
-            self._socks.append(sock)
+    def count_texts(self, body: Any) -> int:
+        texts = _texts_from_body(body) if isinstance(body, dict) else None
+        return len(texts) if texts else 0
 
     @property
     def embed_requests(self) -> list[dict]:
@@ -403,40 +163,24 @@ class FakeCohere:
         with self._lock:
             return [r for r in self.requests if r["path"].rstrip("/") == "/v2/embed"]
 
-    # ---- lifecycle -------------------------------------------------------
-    def start(self) -> FakeCohere:
-        server = _Server((_HOST, 0), _Handler)
-        server.fake = self
-        self._server = server
-        self.port = server.server_address[1]
-        self.url = f"http://{_HOST}:{self.port}"
-        self._thread = threading.Thread(
-            target=server.serve_forever, kwargs={"poll_interval": 0.05},
-            name=f"fake-cohere-{self.port}", daemon=True,
-        )
-        self._thread.start()
-        return self
-
-    def close(self) -> None:
-        self._stop.set()  # wakes "hang" handlers
-        server = self._server
-        if server is None:
-            return
-        self._server = None
-        server.shutdown()
-        with self._lock:
-            socks, self._socks = self._socks, []
-        for s in socks:  # wake handlers blocked on idle keep-alive connections
-            try:
-                s.shutdown(socket.SHUT_RDWR)
-            except OSError:
-                pass
-        server.server_close()
-        if self._thread is not None:
-            self._thread.join(timeout=1)
-
-    def __enter__(self) -> FakeCohere:
-        return self.start()
-
-    def __exit__(self, *exc: object) -> None:
-        self.close()
+    def answer(self, method: str, path: str, headers: dict[str, str], body: Any, behaviour: Any) -> tuple[int, Any]:
+        if path.rstrip("/") != "/v2/embed" or method != "POST":
+            return 404, self.error_body(404, f"fake cohere: no route {method} {path}")
+        if self.api_key is not None and headers.get("authorization") != f"Bearer {self.api_key}":
+            return 401, self.error_body(401, "invalid api token")
+        if not isinstance(body, dict):
+            return 400, self.error_body(400, "invalid request: body must be a JSON object")
+        model, input_type, texts = body.get("model"), body.get("input_type"), _texts_from_body(body)
+        if not isinstance(model, str) or not model:
+            return 400, self.error_body(400, "invalid request: model is required")
+        if not isinstance(input_type, str) or not input_type:
+            return 400, self.error_body(400, "invalid request: input_type is required")
+        if texts is None:
+            return 400, self.error_body(400, "invalid request: texts must be a non-empty list of strings")
+        asked = body.get("output_dimension")
+        dim = asked if isinstance(asked, int) and asked > 0 else self.dim
+        vectors = self.embed_vectors(texts, model, input_type, dim, behaviour)
+        return 200, {"id": str(uuid.uuid4()), "embeddings": {"float": vectors}, "texts": list(texts),
+                     "meta": {"api_version": {"version": "2"},
+                              "billed_units": {"input_tokens": sum(len(_TOKEN_RE.findall(t)) for t in texts)}},
+                     "response_type": "embeddings_by_type"}

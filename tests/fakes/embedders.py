@@ -203,8 +203,8 @@ class FakeEmbedder:
     @classmethod
     def like_cohere_fake(cls, model: str = "bow-64", dimension: int = 64, input_type: str = "search_document",
                          **options: Any) -> FakeEmbedder:
-        """The loopback Cohere fake's vectors for ``input_type`` (``fakes.cohere_server.embed_text``), no server."""
-        from fakes.cohere_server import embed_text
+        """The loopback fakes' vectors for ``input_type`` (``fakes.loopback.embed_text``), no server."""
+        from fakes.loopback import embed_text
 
         def vector(text: str) -> list[float]:
             return embed_text(text, model=model, input_type=input_type, dim=dimension)

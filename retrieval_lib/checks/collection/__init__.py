@@ -7,7 +7,7 @@
 ``embedding_contract`` (09)   do the stored vectors still match what the configured embedder makes of their text;
                               ``_contract_sample`` picks the points, ``_contract_diagnosis`` names the cause
 ``reachability`` (10)         which chunks no other chunk retrieves, which crowd every answer, which files are
-                              off-topic; ``_offtopic`` judges the files, ``_reach_report`` holds its tables and figures
+                              off-topic; ``_offtopic`` judges the files, ``_reach_report`` holds its result and views
 ``ann_recall`` (11)           does the HNSW index return what exact search would, also under a filter
 ``chunk_quality`` (12)        can the model read every chunk, and do fragments win top-1
 ``book`` (16)                 does the collection hold the book as it is now: pages never ingested, gone, changed,

@@ -43,12 +43,10 @@ TRUNCATION_SHARE = 0.8
 CAUSES = ("text changed since ingest", "swapped input type", "truncation past the token limit", "different model",
           "unexplained")
 
+#: What to do about each cause (a swapped input type's hint names the types: :func:`_type_hint`).
 _HINTS = {
     "text changed since ingest": "the payload text was edited after it was embedded: re-ingest the changed files "
                                  "(`python -m retrieval_lib ingest`) so vectors and text agree again",
-    "swapped input type": "the documents were embedded with input_type search_query (or queries with "
-                          "search_document): rebuild the collection with documents as search_document "
-                          "(`python -m retrieval_lib ingest --recreate`), and embed queries as search_query",
     "truncation past the token limit": "long chunks were embedded from another cut of their text than this model "
                                        "reads: make chunks fit the model's token limit (smaller chunk size) and "
                                        "re-ingest",
@@ -110,16 +108,14 @@ def diagnose(rows: Sequence[Any], *, min_cosine: float, token_limit: int | None,
     """Name the likely cause of the rows whose ``cosine`` is below ``min_cosine`` (None when there is none).
 
     Each row needs ``cosine``, ``query_cosine`` (the text embedded as a query; may be None), ``hash_ok``
-    (None when the point has no ``content_hash``), ``tokens`` and ``over_limit``; ``type_cosines`` (input type ->
-    cosine, the document type included), when a row has it, lets every input type of ``input_types`` (the
-    document type first) compete.
+    (None when the point has no ``content_hash``), ``tokens``, ``over_limit`` and ``type_cosines`` (input type ->
+    cosine, the document type included: every input type of ``input_types``, the document type first, competes).
     """
     low = [r for r in rows if r.cosine < min_cosine]
     if not low:
         return None
     points: dict[str, int] = {}
     mistake, best_type = "", None
-    types_seen: dict[str, float] = {}
     medians: dict[str, float] = {}
     evidence: list[str] = [f"{len(low)} of {len(rows)} sampled points have a cosine below {min_cosine:g}."]
     changed = [r for r in low if r.hash_ok is False]
@@ -138,16 +134,11 @@ def diagnose(rows: Sequence[Any], *, min_cosine: float, token_limit: int | None,
         best = max(medians, key=lambda t: medians[t]) if medians else None
         if best is not None and best != input_types[0] and medians[best] - doc > SWAP_MARGIN:
             points["swapped input type"] = len(rest)
-            mistake, types_seen, best_type = mistake_of(best, input_types[0]), medians, best
+            mistake, best_type = mistake_of(best, input_types[0]), best
             shown = ", ".join(f"{t} {c:.3f}" for t, c in sorted(medians.items(), key=lambda kv: -kv[1]))
             evidence.append(f"{mistake[0].upper()}{mistake[1:]}: re-embedded under each input type, their text "
                             f"matches the stored vectors best as {best} (median cosine {medians[best]:.3f}) "
                             f"against {doc:.3f} as {input_types[0]} (every type: {shown}).")
-        elif as_query and not medians and query - doc > SWAP_MARGIN:
-            points["swapped input type"] = len(rest)
-            mistake, types_seen, best_type = "documents embedded as queries", {}, None
-            evidence.append(f"Documents embedded as queries: as a query their text matches the stored vectors "
-                            f"better (median cosine {query:.3f}) than embedded as a document ({doc:.3f}).")
         elif (token_limit and len(over) >= TRUNCATION_SHARE * len(rest)
               and all(r.cosine >= min_cosine for r in within_ok)):
             points["truncation past the token limit"] = len(rest)
@@ -162,11 +153,11 @@ def diagnose(rows: Sequence[Any], *, min_cosine: float, token_limit: int | None,
             points["unexplained"] = len(rest)
             evidence.append(f"{len(rest)} low points fit no known cause (median cosine {doc:.3f}).")
     cause = max(points, key=lambda c: (points[c], -CAUSES.index(c)))
-    if cause == "swapped input type" and (best_type or mistake):
+    if best_type and cause == "swapped input type":
         query_type = input_types[1] if len(input_types) > 1 else None
-        hint = _type_hint(best_type or (query_type or "query"), input_types[0], query_type)
-        return Diagnosis(cause=cause, evidence=evidence, hint=hint, points=points, mistake=mistake,
-                         type_cosines={t: round(c, 4) for t, c in types_seen.items()}, best_type=best_type)
+        return Diagnosis(cause=cause, evidence=evidence, hint=_type_hint(best_type, input_types[0], query_type),
+                         points=points, mistake=mistake, type_cosines={t: round(c, 4) for t, c in medians.items()},
+                         best_type=best_type)
     return Diagnosis(cause=cause, evidence=evidence, hint=_HINTS[cause], points=points)
 
 
@@ -174,7 +165,7 @@ def _type_medians(rows: Sequence[Any], input_types: Sequence[str]) -> dict[str, 
     """The median cosine of ``rows`` under each input type they were embedded under (empty: none recorded)."""
     out: dict[str, float] = {}
     for kind in input_types:
-        values = [r.type_cosines[kind] for r in rows if kind in (getattr(r, "type_cosines", None) or {})]
+        values = [r.type_cosines[kind] for r in rows if kind in r.type_cosines]
         if values:
             out[kind] = _median(values)
     return out if len(out) > 1 else {}

@@ -46,6 +46,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from retrieval_lib.errors import ValidationError
+from retrieval_lib.validation import number_in
 
 __all__ = ["FileDistance", "OffTopicGroup", "OffTopicStudy", "measure_offtopic", "offtopic_frame", "MIN_FILES",
            "MAX_Z"]
@@ -167,8 +168,7 @@ def measure_offtopic(files: Sequence[str], titles: Sequence[str], vectors: np.nd
     """
     from scipy.stats import median_abs_deviation
 
-    if not max_z > 0:
-        raise ValidationError(f"max_z must be > 0 (got {max_z!r})", field="offtopic_max_z")
+    number_in(max_z, "offtopic_max_z", 0, above=True)
     stock = list(stock) if stock is not None else [None] * len(files)
     if not len(files) == len(titles) == len(vectors) == len(stock):
         raise ValidationError(f"{len(files)} files, {len(titles)} titles, {len(vectors)} vectors and {len(stock)} "
@@ -213,19 +213,18 @@ def measure_offtopic(files: Sequence[str], titles: Sequence[str], vectors: np.nd
     return OffTopicStudy(files=out, max_z=max_z, judged=judged, rule=rule, groups=groups, closest_z=closest)
 
 
-def offtopic_frame(study: OffTopicStudy, *, decimals: int = 3, candidates_only: bool = False):
-    """One row per file, farthest from the rest first: title, chunks, rest similarity, z, nearest file."""
+def offtopic_frame(study: OffTopicStudy):
+    """One row per file, farthest from the rest first: title, chunks, rest similarity (3 decimals), z, nearest file."""
     import pandas as pd
 
-    chosen = study.candidates if candidates_only else sorted(study.files, key=lambda f: f.rest_similarity)
     columns = ["source_file", "title", "chunks", "rest_similarity", "z", "nearest_file", "nearest_similarity",
                "offtopic", "group", "stock_page"]
     frame = pd.DataFrame([{"source_file": f.path, "title": f.title, "chunks": f.chunks,
-                          "rest_similarity": round(f.rest_similarity, decimals),
+                          "rest_similarity": round(f.rest_similarity, 3),
                           "z": None if f.z is None else round(f.z, 2), "nearest_file": f.nearest_file,
                           "nearest_similarity": None if f.nearest_similarity is None
-                          else round(f.nearest_similarity, decimals), "offtopic": f.offtopic,
+                          else round(f.nearest_similarity, 3), "offtopic": f.offtopic,
                           "group": f.group, "stock_page": f.stock}
-                          for f in chosen], columns=columns)
+                          for f in sorted(study.files, key=lambda f: f.rest_similarity)], columns=columns)
     frame["group"] = frame["group"].astype("Int64")
     return frame

@@ -1,10 +1,10 @@
-"""Notebook 10's tables, figures and record, from a :class:`~.reachability.ReachStudy` and an
-:class:`~._offtopic.OffTopicStudy`.
+"""Notebook 10's result, :class:`Reachability`: its tables, figures and record, from a
+:class:`~.reachability.ReachStudy` and an :class:`~._offtopic.OffTopicStudy`.
 
 **Query-reachability**: :func:`query_reach` takes notebook 03's :class:`CoverageStudy` (its heading and golden
 queries, unfiltered, top ``coverage_top_k``) and marks each chunk that is in some question's top k.
 
-Gates (:func:`record`), each with its parameter:
+Gates (:meth:`Reachability.record`), each with its parameter:
 
 - ``max_antihub_share``: the share of chunks with ``N_k = 0`` (sampled: the estimate, its
   interval in the detail);
@@ -14,24 +14,24 @@ Gates (:func:`record`), each with its parameter:
 
 from __future__ import annotations
 
-from collections import defaultdict
+from collections import Counter, defaultdict
 from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
+from retrieval_lib.checks.collection._offtopic import OffTopicStudy, offtopic_frame
 from retrieval_lib.checks.gates import REACH_ANTIHUBS, REACH_HUBS, REACH_OFFTOPIC
 from retrieval_lib.workbook.plots import plain_figure
 
 if TYPE_CHECKING:
-    from retrieval_lib.checks.collection._offtopic import OffTopicStudy
     from retrieval_lib.checks.collection.reachability import ReachStudy
     from retrieval_lib.checks.retrieval.source_coverage import CoverageStudy
     from retrieval_lib.workbook.report import NotebookReport
 
-__all__ = ["QueryReach", "query_reach", "antihub_frame", "hub_frame", "file_frame", "unreached_frame",
-           "occurrence_figure", "file_figure", "offtopic_text", "gini", "record"]
+__all__ = ["Reachability", "QueryReach", "query_reach", "file_frame", "occurrence_figure", "file_figure",
+           "offtopic_text", "gini"]
 
 
 @dataclass(frozen=True)
@@ -58,40 +58,21 @@ def query_reach(study: ReachStudy, coverage: CoverageStudy) -> QueryReach:
             row = index.get(result.point_id)
             if row is not None:
                 reached[row] = True
-    return QueryReach(reached, len(coverage.queries), coverage.top_k, coverage.origins())
+    return QueryReach(reached, len(coverage.queries), coverage.top_k, dict(Counter(q.origin for q in coverage.queries)))
 
 
-def _chunk_rows(study: ReachStudy, rows: list[int], *, decimals: int = 1, with_preview: bool = True):
+def _chunk_rows(study: ReachStudy, rows: list[int]):
+    """One row per chunk of ``rows``: its file, section, ``N_k`` (1 decimal) and a text preview."""
     import pandas as pd
 
     t = study.table
-    columns = ["source_file", "section_title", "n_k", "preview"]
     return pd.DataFrame([{"source_file": t.files[r], "section_title": t.sections[r],
-                          "n_k": round(float(study.occurrence[r]), decimals),
-                          "preview": t.previews[r] if with_preview else ""} for r in rows], columns=columns)
+                          "n_k": round(float(study.occurrence[r]), 1), "preview": t.previews[r]} for r in rows],
+                        columns=["source_file", "section_title", "n_k", "preview"])
 
 
-def antihub_frame(study: ReachStudy):
-    """The anti-hubs (sampled: those found among the sample): file, section, ``N_k`` (0) and a text preview."""
-    return _chunk_rows(study, study.antihub_rows)
-
-
-def hub_frame(study: ReachStudy, *, limit: int = 20):
-    """The hubs, most retrieved first (at most ``limit``), with their text preview and sampled hits."""
-    frame = _chunk_rows(study, study.hub_rows[:limit])
-    if study.sampled:
-        frame.insert(3, "sample_hits", [int(study.hits[r]) for r in study.hub_rows[:limit]])
-    return frame
-
-
-def unreached_frame(study: ReachStudy, reach: QueryReach):
-    """Anti-hubs that no question reaches either: chunks retrieval never shows."""
-    return _chunk_rows(study, [r for r in study.antihub_rows if not reach.reached[r]])
-
-
-def file_frame(study: ReachStudy, offtopic: OffTopicStudy | None = None, reach: QueryReach | None = None, *,
-               decimals: int = 3):
-    """``N_k`` rolled up per source file: chunks, mean and max ``N_k``, its share of all top-k places,
+def file_frame(study: ReachStudy, offtopic: OffTopicStudy | None = None, reach: QueryReach | None = None):
+    """``N_k`` rolled up per source file (3 decimals): chunks, mean and max ``N_k``, its share of all top-k places,
     anti-hubs, hubs, the skewness and Gini of ``N_k`` inside the file, and (when given) chunks reached by a
     question and the off-topic verdict. Sampled: anti-hubs count among the file's sampled chunks."""
     import pandas as pd
@@ -110,13 +91,13 @@ def file_frame(study: ReachStudy, offtopic: OffTopicStudy | None = None, reach: 
         values = study.occurrence[members]
         judged = [r for r in members if r in sampled]
         entry: dict[str, Any] = {
-            "source_file": path, "chunks": len(members), "mean_n_k": round(float(values.mean()), decimals),
-            "max_n_k": round(float(values.max()), decimals),
-            "share_of_top_k_places": round(float(values.sum()) / total, decimals),
+            "source_file": path, "chunks": len(members), "mean_n_k": round(float(values.mean()), 3),
+            "max_n_k": round(float(values.max()), 3),
+            "share_of_top_k_places": round(float(values.sum()) / total, 3),
             "antihubs": sum(r in antihubs for r in judged),
             "hubs": sum(r in hubs for r in members),
-            "skewness": round(float(skew(values)), decimals) if len(values) > 2 and values.std() > 0 else 0.0,
-            "gini": round(gini(values), decimals)}
+            "skewness": round(float(skew(values)), 3) if len(values) > 2 and values.std() > 0 else 0.0,
+            "gini": round(gini(values), 3)}
         if study.sampled:
             entry["sampled_chunks"] = len(judged)
         if reach is not None:
@@ -179,48 +160,94 @@ def offtopic_text(offtopic: OffTopicStudy) -> str:
     return "; ".join(parts) or "none"
 
 
-def record(report: NotebookReport, study: ReachStudy, offtopic: OffTopicStudy, reach: QueryReach | None = None, *,
-           max_antihub_share: float, max_nk_skewness: float, max_offtopic_files: int) -> None:
-    """Record notebook 10's gates, findings and metrics (module docstring)."""
-    est, k, n = study.antihub, study.top_k, study.points
-    how = (f"every one of the {n} chunks used as a query" if not study.sampled else
-           f"{len(study.query_rows)} of {n} chunks sampled as queries (seed {study.seed})")
-    REACH_ANTIHUBS.record(report, est.share <= max_antihub_share, value=round(est.share, 4),
-                          threshold=max_antihub_share, rule="<=", unit="share",
-                          detail=f"{est.antihubs} of {est.judged} chunks judged are in no other chunk's top {k}: "
-                                 f"{est.text()}",
-                          hint="read the anti-hub list: chunks too short, boilerplate or duplicated text are never "
-                               "retrieved; fix the chunking or the pages")
-    REACH_HUBS.record(report, study.skewness <= max_nk_skewness, value=round(study.skewness, 3),
-                      threshold=max_nk_skewness, rule="<=",
-                      detail=f"{len(study.hub_rows)} hubs ({study.hub_rule}); Gini {study.gini:.3f}",
-                      hint="read the hub list: generic chunks (glossaries, index pages, boilerplate) near everything "
-                           "should be cut down or dropped from the collection")
-    cands = offtopic.candidates
-    REACH_OFFTOPIC.record(report, len(cands) <= max_offtopic_files, value=len(cands),
-                          threshold=max_offtopic_files, rule="<=", unit="files",
-                          detail=offtopic_text(offtopic) + f"; rule: {offtopic.rule}",
-                          hint="remove the listed pages from the docs folder (template pages, changelogs, stray pages) "
-                               "and re-ingest, or raise offtopic_max_z if they belong to the book")
-    report.finding(f"{how}; top {k} each: anti-hub share {est.text()}")
-    report.finding(f"N_k skewness {study.skewness:.3f}, Gini {study.gini:.3f}; {len(study.hub_rows)} hubs "
-                   f"({study.hub_rule})" + (": " + "; ".join(f"{study.table.files[r]} §{study.table.sections[r]}"
-                                                          for r in study.hub_rows[:5]) if study.hub_rows else ""))
-    report.finding(f"off-topic candidates: {offtopic_text(offtopic)} ({offtopic.rule})")
-    if reach is not None:
-        never = [r for r in study.antihub_rows if not reach.reached[r]]
-        report.finding(f"{int(reach.reached.sum())} of {n} chunks ({reach.share:.1%}) are in some top "
-                       f"{reach.top_k} of the {reach.queries} heading and golden questions; {len(never)} anti-hubs "
-                       "are reached by no question either")
-        report.metric("query_reachable_share", reach.share, "share")
-        report.metric("antihubs_unreached_by_questions", len(never), "chunks")
-    for name, value, unit in (("points", n, "points"), ("reach_top_k", k, "results"),
-                              ("chunks_as_queries", len(study.query_rows), "queries"),
-                              ("reach_queries_run", study.queries_run, "queries"), ("sampled", study.sampled, ""),
-                              ("antihub_share", est.share, "share"), ("antihub_share_low", est.low, "share"),
-                              ("antihub_share_high", est.high, "share"), ("antihubs", est.antihubs, "chunks"),
-                              ("hubs", len(study.hub_rows), "chunks"), ("hub_threshold", study.hub_threshold, ""),
-                              ("nk_skewness", study.skewness, ""), ("nk_gini", study.gini, ""),
-                              ("max_nk", float(study.occurrence.max()), ""),
-                              ("offtopic_files", [f.path for f in cands], "")):
-        report.metric(name, value, unit)
+@dataclass
+class Reachability:
+    """Notebook 10's result: the reachability pass, the off-topic files, the questions' reach (None when not
+    asked), and the bars."""
+
+    study: ReachStudy
+    offtopic: OffTopicStudy
+    reach: QueryReach | None
+    max_antihub_share: float
+    max_nk_skewness: float
+    max_offtopic_files: int
+
+    def __str__(self) -> str:
+        s, reach = self.study, self.reach
+        lines = [f"{s.points} chunks; {len(s.query_rows)} used as queries "
+                 f"({'a seeded sample' if s.sampled else 'every chunk'}), top {s.top_k} each; "
+                 f"{s.queries_run} store queries",
+                 f"anti-hub share {s.antihub.text()}; N_k skewness {s.skewness:.3f}, Gini {s.gini:.3f}, "
+                 f"max N_k {s.occurrence.max():.0f}",
+                 f"{len(s.hub_rows)} hubs: {s.hub_rule}"]
+        if reach is not None:
+            lines.append(f"{reach.queries} questions {reach.origins}: {int(reach.reached.sum())} of {s.points} "
+                         f"chunks in some top {reach.top_k} ({reach.share:.1%})")
+        lines += [self.offtopic.rule, f"off-topic candidates: {offtopic_text(self.offtopic)}"]
+        return "\n".join(lines)
+
+    def tables(self) -> dict[str, Any]:
+        """The anti-hubs (sampled: those found among the sample), the hubs (most retrieved first, at most 20, with
+        their sampled hits), the anti-hubs no question reaches either (when asked: chunks retrieval never shows),
+        every file's distance to the rest (farthest first) and ``N_k`` per file."""
+        s, reach = self.study, self.reach
+        hubs = _chunk_rows(s, s.hub_rows[:20])
+        if s.sampled:
+            hubs.insert(3, "sample_hits", [int(s.hits[r]) for r in s.hub_rows[:20]])
+        out = {"antihubs": _chunk_rows(s, s.antihub_rows), "hubs": hubs}
+        if reach is not None:
+            out["antihubs_unreached_by_questions"] = _chunk_rows(s, [r for r in s.antihub_rows
+                                                                      if not reach.reached[r]])
+        out["file_distances"] = offtopic_frame(self.offtopic)
+        out["per_file"] = file_frame(s, self.offtopic, reach)
+        return out
+
+    def record(self, report: NotebookReport, *, show: bool = True) -> None:
+        """The ``N_k`` histogram, the tables, the per-file figure, then the gates, findings and metrics (module
+        docstring)."""
+        study, offtopic, reach = self.study, self.offtopic, self.reach
+        report.figure(occurrence_figure(study), "occurrence_histogram", show=show)
+        for name, frame in self.tables().items():
+            report.table(frame, name)
+        report.figure(file_figure(study, offtopic), "per_file", show=show)
+        est, k, n = study.antihub, study.top_k, study.points
+        how = (f"every one of the {n} chunks used as a query" if not study.sampled else
+               f"{len(study.query_rows)} of {n} chunks sampled as queries (seed {study.seed})")
+        max_share, max_skew, max_files = self.max_antihub_share, self.max_nk_skewness, self.max_offtopic_files
+        REACH_ANTIHUBS.record(report, est.share <= max_share, value=round(est.share, 4),
+                              threshold=max_share, rule="<=", unit="share",
+                              detail=f"{est.antihubs} of {est.judged} chunks judged are in no other chunk's top {k}: "
+                                     f"{est.text()}",
+                              hint="read the anti-hub list: chunks too short, boilerplate or duplicated text are never "
+                                   "retrieved; fix the chunking or the pages")
+        REACH_HUBS.record(report, study.skewness <= max_skew, value=round(study.skewness, 3), threshold=max_skew,
+                          rule="<=", detail=f"{len(study.hub_rows)} hubs ({study.hub_rule}); Gini {study.gini:.3f}",
+                          hint="read the hub list: generic chunks (glossaries, index pages, boilerplate) near "
+                               "everything should be cut down or dropped from the collection")
+        cands = offtopic.candidates
+        REACH_OFFTOPIC.record(report, len(cands) <= max_files, value=len(cands), threshold=max_files, rule="<=",
+                              unit="files", detail=offtopic_text(offtopic) + f"; rule: {offtopic.rule}",
+                              hint="remove the listed pages from the docs folder (template pages, changelogs, stray "
+                                   "pages) and re-ingest, or raise offtopic_max_z if they belong to the book")
+        report.finding(f"{how}; top {k} each: anti-hub share {est.text()}")
+        report.finding(f"N_k skewness {study.skewness:.3f}, Gini {study.gini:.3f}; {len(study.hub_rows)} hubs "
+                       f"({study.hub_rule})" + (": " + "; ".join(f"{study.table.files[r]} §{study.table.sections[r]}"
+                                                              for r in study.hub_rows[:5]) if study.hub_rows else ""))
+        report.finding(f"off-topic candidates: {offtopic_text(offtopic)} ({offtopic.rule})")
+        if reach is not None:
+            never = [r for r in study.antihub_rows if not reach.reached[r]]
+            report.finding(f"{int(reach.reached.sum())} of {n} chunks ({reach.share:.1%}) are in some top "
+                           f"{reach.top_k} of the {reach.queries} heading and golden questions; {len(never)} anti-hubs "
+                           "are reached by no question either")
+            report.metric("query_reachable_share", reach.share, "share")
+            report.metric("antihubs_unreached_by_questions", len(never), "chunks")
+        for name, value, unit in (("points", n, "points"), ("reach_top_k", k, "results"),
+                                  ("chunks_as_queries", len(study.query_rows), "queries"),
+                                  ("reach_queries_run", study.queries_run, "queries"), ("sampled", study.sampled, ""),
+                                  ("antihub_share", est.share, "share"), ("antihub_share_low", est.low, "share"),
+                                  ("antihub_share_high", est.high, "share"), ("antihubs", est.antihubs, "chunks"),
+                                  ("hubs", len(study.hub_rows), "chunks"), ("hub_threshold", study.hub_threshold, ""),
+                                  ("nk_skewness", study.skewness, ""), ("nk_gini", study.gini, ""),
+                                  ("max_nk", float(study.occurrence.max()), ""),
+                                  ("offtopic_files", [f.path for f in cands], "")):
+            report.metric(name, value, unit)

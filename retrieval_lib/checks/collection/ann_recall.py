@@ -31,10 +31,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.checks.gates import ANN_RECALL_MEAN, ANN_RECALL_P5, ANN_SLICES
-from retrieval_lib.errors import ValidationError
 from retrieval_lib.percentile import percentile
 from retrieval_lib.stores import ReadableStore
 from retrieval_lib.stores.base import IndexInfo, exactness
+from retrieval_lib.validation import number_in, whole_number
 from retrieval_lib.workbook.check import NotApplicable
 from retrieval_lib.workbook.plots import plain_figure
 
@@ -97,12 +97,6 @@ class AnnStudy:
         return next((s for s in self.slices if s.prefix is None), None)
 
 
-def _check(name: str, value: Any, minimum: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, int) or value < minimum:
-        raise ValidationError(f"{name} must be a whole number >= {minimum} (got {value!r})", field=name)
-    return value
-
-
 def _recalls(store: ReadableStore, collection: str, vectors: list[Any], top_k: int, hnsw_ef: int | None,
              query_filter: Any = None) -> tuple[float, ...]:
     ann = store.query_batch(collection, vectors, limit=top_k, hnsw_ef=hnsw_ef, query_filter=query_filter,
@@ -115,11 +109,6 @@ def _recalls(store: ReadableStore, collection: str, vectors: list[Any], top_k: i
         if truth:
             out.append(len(truth & {str(p.id) for p in a}) / len(truth))
     return tuple(out)
-
-
-def prefix_of(source_file: str) -> str:
-    """The top-level prefix of a source path (``module-01/x.md`` -> ``module-01/``)."""
-    return source_file.split("/", 1)[0] + "/" if "/" in source_file else ROOT_SLICE
 
 
 def measure(store: ReadableStore, collection: str, *, top_k: int = 10, queries: int = 200, slice_queries: int = 50,
@@ -139,11 +128,11 @@ def measure(store: ReadableStore, collection: str, *, top_k: int = 10, queries: 
     import numpy as np
     from qdrant_client import models
 
-    _check("top_k", top_k, 1)
-    _check("queries", queries, 1)
-    _check("slice_queries", slice_queries, 0)
+    whole_number(top_k, "top_k", low=1)
+    whole_number(queries, "queries", low=1)
+    whole_number(slice_queries, "slice_queries")
     if hnsw_ef is not None:
-        _check("hnsw_ef", hnsw_ef, 1)
+        whole_number(hnsw_ef, "hnsw_ef", low=1)
     index = store.index_info(collection)
     study = AnnStudy(collection, index, top_k, hnsw_ef, seed)
     if not study.applicable:
@@ -170,8 +159,9 @@ def measure(store: ReadableStore, collection: str, *, top_k: int = 10, queries: 
     by_prefix: dict[str, set[str]] = defaultdict(set)
     counts: dict[str, int] = defaultdict(int)
     for path in files:
-        by_prefix[prefix_of(path)].add(path)
-        counts[prefix_of(path)] += 1
+        prefix = path.split("/", 1)[0] + "/" if "/" in path else ROOT_SLICE  # module-01/x.md -> module-01/
+        by_prefix[prefix].add(path)
+        counts[prefix] += 1
     if slice_queries == 0 or len(by_prefix) < 2:
         return study
     for prefix in sorted(by_prefix):
@@ -183,19 +173,6 @@ def measure(store: ReadableStore, collection: str, *, top_k: int = 10, queries: 
                                         _recalls(store, collection, vectors[:slice_queries], top_k, hnsw_ef, only),
                                         exact, reason))
     return study
-
-
-def slices_frame(study: AnnStudy, *, decimals: int = 3) -> Any:
-    """One row per slice: points, queries, mean / min / P5 recall@k, and how that slice is searched."""
-    import pandas as pd
-
-    def r(x: float | None) -> float | None:
-        return None if x is None else round(x, decimals)
-
-    return pd.DataFrame([{"slice": s.name, "points": s.points, "queries": len(s.recalls),
-                          f"mean_recall@{study.top_k}": r(s.mean), "min": r(s.min), "p5": r(s.p5),
-                          "search": "full scan" if s.searches_exactly else "HNSW"} for s in study.slices],
-                        columns=["slice", "points", "queries", f"mean_recall@{study.top_k}", "min", "p5", "search"])
 
 
 @plain_figure
@@ -210,80 +187,6 @@ def recall_figure(study: AnnStudy, *, min_recall: float) -> Any:
                            notes=[f"min {s.min:.2f}, P5 {s.p5:.2f}" for s in rows], xlim=(0.0, 1.05),
                            xlabel=f"mean recall@{study.top_k} (ANN vs exact)", reference=min_recall,
                            reference_label="minimum (gate)", title="ANN recall by slice (grey: searched exactly)")
-
-
-def _record(report: NotebookReport, study: AnnStudy, *, min_recall: float, min_recall_p5: float) -> None:
-    """Record notebook 11's findings, metrics and gates.
-
-    Gates (only where ANN can differ from exact): the whole collection's mean
-    recall@k >= ``min_recall`` and its P5 >= ``min_recall_p5``; every filtered
-    slice searched with HNSW has a mean >= ``min_recall``.
-
-    Raises:
-        ValidationError: a minimum outside [0, 1].
-    """
-    for name, value in (("min_recall", min_recall), ("min_recall_p5", min_recall_p5)):
-        if isinstance(value, bool) or not isinstance(value, int | float) or not 0 <= value <= 1:
-            raise ValidationError(f"{name} must be a number from 0 to 1 (got {value!r})", field=name)
-    idx, k = study.index, study.top_k
-    if not study.applicable:
-        report.finding("ANN recall: not applicable: local mode searches exactly (qdrant-client local mode has no "
-                       "HNSW index), so ANN and exact results cannot differ. Run this check against a Qdrant "
-                       "server or with QDRANT_ENGINE=edge to measure an index")
-        return
-    hnsw = ", ".join(f"{key} {value}" for key, value in (idx.hnsw or {}).items()) or "not reported"
-    report.finding(f"index ({idx.engine}): {idx.indexed_vectors_count} of {idx.points_count} vectors indexed, "
-                   f"{idx.segments_count} segments, HNSW {hnsw}; searched with hnsw_ef "
-                   f"{study.hnsw_ef if study.hnsw_ef is not None else 'default'}")
-    overall = study.overall
-    if overall is None or not overall.recalls:
-        report.finding("ANN recall: the collection is empty: nothing to compare")
-        return
-    report.metric(f"ann_mean_recall_at_{k}", overall.mean)
-    report.metric(f"ann_min_recall_at_{k}", overall.min)
-    report.metric(f"ann_p5_recall_at_{k}", overall.p5)
-    report.metric("ann_queries", study.queries, "queries")
-    if overall.searches_exactly:
-        report.finding(f"recall@{k} {overall.mean:.3f} proves nothing here: {idx.reason}. ANN and exact are the same "
-                       "search on this collection; no recall gate is applied (a larger collection, or a lower "
-                       "indexing threshold, builds the index)")
-        return
-    path = study.search_path
-    if path is not None and path.get("hnsw", 0) == 0 and path.get("plain", 0) > 0:
-        reason = (f"the server's telemetry counted the {study.queries} ANN searches as {path['plain']} plain "
-                  f"(full-scan) segment searches and none through HNSW, although it reports "
-                  f"{idx.indexed_vectors_count} of {idx.points_count} vectors indexed")
-        report.finding(f"recall@{k} {overall.mean:.3f} was really a full scan: {reason}. ANN and exact were the "
-                       "same search; the recall gates are not applicable (segments below the indexing threshold "
-                       "or still being optimised are searched plainly)")
-        fill_na = {"k": k, "ann_min_recall": min_recall, "ann_min_recall_p5": min_recall_p5}
-        ANN_RECALL_MEAN.not_applicable(report, reason, fill=fill_na)
-        ANN_RECALL_P5.not_applicable(report, reason, fill=fill_na)
-        return
-    if path is not None:
-        report.finding(f"the server's telemetry: the ANN searches ran as {path.get('hnsw', 0)} HNSW and "
-                       f"{path.get('plain', 0)} plain segment searches")
-    report.finding(f"whole collection: mean recall@{k} {overall.mean:.3f}, min {overall.min:.3f}, "
-                   f"P5 {overall.p5:.3f} over {len(overall.recalls)} sampled stored vectors")
-    hint = ("raise hnsw_ef at query time, or rebuild the index with a larger m / ef_construct; for filtered "
-            "slices, index the filtered field (payload index) so Qdrant builds filter-aware links")
-    fill = {"k": k, "ann_min_recall": min_recall, "ann_min_recall_p5": min_recall_p5}
-    ANN_RECALL_MEAN.record(report, overall.mean is not None and overall.mean >= min_recall, fill=fill,
-                           value=round(overall.mean or 0.0, 3), threshold=min_recall, rule=">=", hint=hint,
-                           detail=f"{len(overall.recalls)} queries, HNSW against exact")
-    ANN_RECALL_P5.record(report, overall.p5 is not None and overall.p5 >= min_recall_p5, fill=fill,
-                         value=round(overall.p5 or 0.0, 3), threshold=min_recall_p5, rule=">=", hint=hint,
-                         detail="the 5th percentile of per-query recall")
-    gated = [s for s in study.slices if s.prefix is not None and s.recalls and not s.searches_exactly]
-    for s in study.slices:
-        if s.prefix is not None and s.searches_exactly:
-            report.finding(f"slice {s.name}: searched exactly under its filter ({s.reason}); not gated")
-    if gated:
-        worst = min(gated, key=lambda s: s.mean or 0.0)
-        failing = [s.name for s in gated if (s.mean or 0.0) < min_recall]
-        ANN_SLICES.record(report, not failing, fill=fill, value=round(worst.mean or 0.0, 3), threshold=min_recall,
-                          rule=">=", hint=hint,
-                          detail=f"worst slice {worst.name}" + (f"; below: {', '.join(failing)}" if failing else ""))
 
 
 def run(ctx: NotebookRun, *, ann_top_k: int, ann_queries: int, ann_slice_queries: int, ann_hnsw_ef: int | None,
@@ -312,14 +215,91 @@ class AnnRecall:
                 f"HNSW {index.hnsw}\nsearches exactly: {index.searches_exactly} ({index.reason})")
 
     def tables(self) -> dict[str, Any]:
-        """``slices``: one row per slice (empty where nothing is compared); beside it, as ``ann --json`` has always
-        printed them, ``applicable`` (False in local mode) and ``index`` (what the engine reports)."""
-        return {"slices": slices_frame(self.study), "applicable": self.study.applicable,
-                "index": vars(self.study.index)}
+        """``slices``: one row per slice (empty where nothing is compared): points, queries, mean / min / P5
+        recall@k to 3 decimals, and how that slice is searched; beside it, as ``ann --json`` has always printed
+        them, ``applicable`` (False in local mode) and ``index`` (what the engine reports)."""
+        import pandas as pd
+
+        study, mean = self.study, f"mean_recall@{self.study.top_k}"
+
+        def r(x: float | None) -> float | None:
+            return None if x is None else round(x, 3)
+
+        columns = ["slice", "points", "queries", mean, "min", "p5", "search"]
+        slices = pd.DataFrame([{"slice": s.name, "points": s.points, "queries": len(s.recalls), mean: r(s.mean),
+                                "min": r(s.min), "p5": r(s.p5), "search": "full scan" if s.searches_exactly else "HNSW"}
+                               for s in study.slices], columns=columns)
+        return {"slices": slices, "applicable": study.applicable, "index": vars(study.index)}
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        """The slices' table and figure, then the findings, metrics and gates (:func:`_record`)."""
-        report.table(slices_frame(self.study), "ann_recall")
-        if self.study.slices:
-            report.figure(recall_figure(self.study, min_recall=self.min_recall), "ann_recall_by_slice", show=show)
-        _record(report, self.study, min_recall=self.min_recall, min_recall_p5=self.min_recall_p5)
+        """The slices' table and figure, then the findings, metrics and gates.
+
+        Gates (only where ANN can differ from exact): the whole collection's mean recall@k >= ``min_recall`` and its
+        P5 >= ``min_recall_p5``; every filtered slice searched with HNSW has a mean >= ``min_recall``.
+
+        Raises:
+            ValidationError: a minimum outside [0, 1].
+        """
+        study, min_recall, min_recall_p5 = self.study, self.min_recall, self.min_recall_p5
+        number_in(min_recall, "min_recall", 0, 1)
+        number_in(min_recall_p5, "min_recall_p5", 0, 1)
+        report.table(self.tables()["slices"], "ann_recall")
+        if study.slices:
+            report.figure(recall_figure(study, min_recall=min_recall), "ann_recall_by_slice", show=show)
+        idx, k = study.index, study.top_k
+        if not study.applicable:
+            report.finding("ANN recall: not applicable: local mode searches exactly (qdrant-client local mode has no "
+                           "HNSW index), so ANN and exact results cannot differ. Run this check against a Qdrant "
+                           "server or with QDRANT_ENGINE=edge to measure an index")
+            return
+        hnsw = ", ".join(f"{key} {value}" for key, value in (idx.hnsw or {}).items()) or "not reported"
+        report.finding(f"index ({idx.engine}): {idx.indexed_vectors_count} of {idx.points_count} vectors indexed, "
+                       f"{idx.segments_count} segments, HNSW {hnsw}; searched with hnsw_ef "
+                       f"{study.hnsw_ef if study.hnsw_ef is not None else 'default'}")
+        overall = study.overall
+        if overall is None or not overall.recalls:
+            report.finding("ANN recall: the collection is empty: nothing to compare")
+            return
+        report.metric(f"ann_mean_recall_at_{k}", overall.mean)
+        report.metric(f"ann_min_recall_at_{k}", overall.min)
+        report.metric(f"ann_p5_recall_at_{k}", overall.p5)
+        report.metric("ann_queries", study.queries, "queries")
+        if overall.searches_exactly:
+            report.finding(f"recall@{k} {overall.mean:.3f} proves nothing here: {idx.reason}. ANN and exact are the "
+                           "same search on this collection; no recall gate is applied (a larger collection, or a "
+                           "lower indexing threshold, builds the index)")
+            return
+        path, fill = study.search_path, {"k": k, "ann_min_recall": min_recall, "ann_min_recall_p5": min_recall_p5}
+        if path is not None and path.get("hnsw", 0) == 0 and path.get("plain", 0) > 0:
+            reason = (f"the server's telemetry counted the {study.queries} ANN searches as {path['plain']} plain "
+                      f"(full-scan) segment searches and none through HNSW, although it reports "
+                      f"{idx.indexed_vectors_count} of {idx.points_count} vectors indexed")
+            report.finding(f"recall@{k} {overall.mean:.3f} was really a full scan: {reason}. ANN and exact were the "
+                           "same search; the recall gates are not applicable (segments below the indexing threshold "
+                           "or still being optimised are searched plainly)")
+            ANN_RECALL_MEAN.not_applicable(report, reason, fill=fill)
+            ANN_RECALL_P5.not_applicable(report, reason, fill=fill)
+            return
+        if path is not None:
+            report.finding(f"the server's telemetry: the ANN searches ran as {path.get('hnsw', 0)} HNSW and "
+                           f"{path.get('plain', 0)} plain segment searches")
+        report.finding(f"whole collection: mean recall@{k} {overall.mean:.3f}, min {overall.min:.3f}, "
+                       f"P5 {overall.p5:.3f} over {len(overall.recalls)} sampled stored vectors")
+        hint = ("raise hnsw_ef at query time, or rebuild the index with a larger m / ef_construct; for filtered "
+                "slices, index the filtered field (payload index) so Qdrant builds filter-aware links")
+        ANN_RECALL_MEAN.record(report, overall.mean is not None and overall.mean >= min_recall, fill=fill,
+                               value=round(overall.mean or 0.0, 3), threshold=min_recall, rule=">=", hint=hint,
+                               detail=f"{len(overall.recalls)} queries, HNSW against exact")
+        ANN_RECALL_P5.record(report, overall.p5 is not None and overall.p5 >= min_recall_p5, fill=fill,
+                             value=round(overall.p5 or 0.0, 3), threshold=min_recall_p5, rule=">=", hint=hint,
+                             detail="the 5th percentile of per-query recall")
+        gated = [s for s in study.slices if s.prefix is not None and s.recalls and not s.searches_exactly]
+        for s in study.slices:
+            if s.prefix is not None and s.searches_exactly:
+                report.finding(f"slice {s.name}: searched exactly under its filter ({s.reason}); not gated")
+        if gated:
+            worst = min(gated, key=lambda s: s.mean or 0.0)
+            failing = [s.name for s in gated if (s.mean or 0.0) < min_recall]
+            ANN_SLICES.record(report, not failing, fill=fill, value=round(worst.mean or 0.0, 3), threshold=min_recall,
+                              rule=">=", hint=hint, detail=f"worst slice {worst.name}"
+                              + (f"; below: {', '.join(failing)}" if failing else ""))

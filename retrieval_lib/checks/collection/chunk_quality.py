@@ -6,9 +6,7 @@ content``, plus the model's special tokens (:data:`SPECIAL_TOKENS`):
 
 - MiniLM: its own wordpiece tokenizer, offline, so the counts are exact.
 - Cohere v3: no tokenizer is available offline; the count is the embedder's
-  estimate, ``max(ceil(words x 1.3), ceil(chars / 3))``. Measured on the sample book against MiniLM's
-  wordpieces (a BERT-style subword tokenizer standing in for Cohere's), the
-  estimate is within the error :func:`approximation_error` reports; say so when
+  estimate, ``max(ceil(words x 1.3), ceil(chars / 3))``, meant not to count short; say so when
   judging a Cohere collection (see docs/notebooks.md, "Chunk quality").
 
 Definitions (a chunk is one stored point):
@@ -34,7 +32,8 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.checks.gates import CHUNKS_FRAGMENT_WINS, CHUNKS_FRAGMENTS, CHUNKS_UNSEEN
-from retrieval_lib.errors import ValidationError
+from retrieval_lib.ingest.chunking import SPECIAL_TOKENS
+from retrieval_lib.validation import number_in, whole_number
 from retrieval_lib.workbook.check import NotApplicable
 
 if TYPE_CHECKING:
@@ -42,14 +41,11 @@ if TYPE_CHECKING:
     from retrieval_lib.stores import ReadableStore
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "ChunkQuality", "ChunkStudy", "FragmentWin", "SPECIAL_TOKENS", "measure_chunks",
-           "approximation_error"]
+__all__ = ["run", "ChunkQuality", "ChunkStudy", "FragmentWin", "measure_chunks"]
 
 #: The gates this check records.
 GATES = (CHUNKS_UNSEEN, CHUNKS_FRAGMENTS, CHUNKS_FRAGMENT_WINS)
 
-#: Tokens a BERT-style model adds to every input ([CLS] and [SEP]); the window counts them.
-SPECIAL_TOKENS = 2
 _HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t].*$", re.MULTILINE)
 
 
@@ -129,13 +125,9 @@ def measure_chunks(payloads: Sequence[dict[str, Any]], count_tokens: Callable[[s
     Raises:
         ValidationError: ``window`` below 2, ``min_tokens`` below 0, ``max_heading_share`` outside 0-1.
     """
-    if window < 2:
-        raise ValidationError(f"window must be at least 2 tokens (got {window})", field="window")
-    if min_tokens < 0:
-        raise ValidationError(f"min_tokens must be >= 0 (got {min_tokens})", field="min_tokens")
-    if not 0.0 <= max_heading_share <= 1.0:
-        raise ValidationError(f"max_heading_share must be within 0-1 (got {max_heading_share})",
-                              field="max_heading_share")
+    whole_number(window, "window", low=2, unit="tokens")
+    whole_number(min_tokens, "min_tokens")
+    number_in(max_heading_share, "max_heading_share", 0, 1)
     study = ChunkStudy(window=window, min_tokens=min_tokens, max_heading_share=max_heading_share)
     for p in payloads:
         content = str(p.get("content") or "")
@@ -192,46 +184,9 @@ def study_queries(retriever: Retriever, golden_set: str, headings_per_file: int,
                               + [q.text for q in build_queries(sources, headings_per_file)] + list(queries or [])))
 
 
-def approximation_error(texts: Sequence[str], estimate: Callable[[str], int],
-                        reference: Callable[[str], int]) -> tuple[float, float]:
-    """(mean, worst) relative error |estimate - reference| / reference over ``texts`` with a non-zero reference."""
-    errors = [abs(estimate(t) - reference(t)) / reference(t) for t in texts if reference(t)]
-    if not errors:
-        return 0.0, 0.0
-    return sum(errors) / len(errors), max(errors)
-
-
 def _clip(text: str, limit: int = 160) -> str:
     flat = " ".join(text.split())
     return flat if len(flat) <= limit else flat[: limit - 1] + "…"
-
-
-def past_window_frame(study: ChunkStudy):
-    """One row per chunk past the window: file, section, tokens read, share never seen."""
-    import pandas as pd
-
-    rows = [{"source_file": c.source_file, "section": c.section, "chunk_id": c.chunk_id, "tokens": c.read,
-             "unseen_share": round(c.unseen_share, 3)} for c in study.past_window]
-    return pd.DataFrame(rows, columns=["source_file", "section", "chunk_id", "tokens", "unseen_share"])
-
-
-def fragments_frame(study: ChunkStudy):
-    """One row per fragment: file, section, content tokens, heading share, its text."""
-    import pandas as pd
-
-    rows = [{"source_file": c.source_file, "section": c.section, "content_tokens": c.content_tokens,
-             "heading_share": round(c.heading_share, 3), "text": _clip(c.content, 100)} for c in study.fragments]
-    return pd.DataFrame(rows, columns=["source_file", "section", "content_tokens", "heading_share", "text"])
-
-
-def wins_frame(wins: Sequence[FragmentWin]):
-    """Fragment and best full chunk of the same section side by side, scores to 3 decimals."""
-    import pandas as pd
-
-    rows = [{"query": w.query, "fragment": _clip(w.fragment_text), "fragment_score": round(w.fragment_score, 3),
-             "best_full_chunk": _clip(w.best_full_text) if w.best_full_id else "-",
-             "full_score": round(w.best_full_score, 3) if w.best_full_score is not None else None} for w in wins]
-    return pd.DataFrame(rows, columns=["query", "fragment", "fragment_score", "best_full_chunk", "full_score"])
 
 
 def run(ctx: NotebookRun, *, golden_set: str, headings_per_file: int, queries: Sequence[str] | None,
@@ -242,8 +197,7 @@ def run(ctx: NotebookRun, *, golden_set: str, headings_per_file: int, queries: S
     if reason := ctx.collection_absent():
         return NotApplicable(reason, GATES)
     embedder = ctx.collection_retriever.embedder
-    window = int(getattr(embedder, "max_tokens", 512))
-    study = measure_chunks(scan_chunks(ctx.store, ctx.collection), embedder.count_tokens, window,
+    study = measure_chunks(scan_chunks(ctx.store, ctx.collection), embedder.count_tokens, embedder.max_tokens,
                            min_tokens=fragment_min_length, max_heading_share=fragment_max_heading_share)
     texts = study_queries(ctx.retriever, golden_set, headings_per_file, queries)
     answered, wins = fragment_wins(ctx.retriever, texts, study)
@@ -270,58 +224,69 @@ class ChunkQuality:
                 f"{len(self.queries)} queries: a fragment is top-1 for {len(self.wins)} of {self.answered}")
 
     def tables(self) -> dict[str, Any]:
-        return {"past_window": past_window_frame(self.study), "fragments": fragments_frame(self.study),
-                "fragment_wins": wins_frame(self.wins)}
+        """``past_window``: each chunk past the window, its tokens read and the share never seen; ``fragments``:
+        each fragment, its content tokens, heading share and text; ``fragment_wins``: each fragment that won top-1
+        beside the best full chunk of its section (scores to 3 decimals)."""
+        import pandas as pd
+
+        study = self.study
+        past = [{"source_file": c.source_file, "section": c.section, "chunk_id": c.chunk_id, "tokens": c.read,
+                 "unseen_share": round(c.unseen_share, 3)} for c in study.past_window]
+        fragments = [{"source_file": c.source_file, "section": c.section, "content_tokens": c.content_tokens,
+                      "heading_share": round(c.heading_share, 3), "text": _clip(c.content, 100)}
+                     for c in study.fragments]
+        wins = [{"query": w.query, "fragment": _clip(w.fragment_text), "fragment_score": round(w.fragment_score, 3),
+                 "best_full_chunk": _clip(w.best_full_text) if w.best_full_id else "-",
+                 "full_score": round(w.best_full_score, 3) if w.best_full_score is not None else None}
+                for w in self.wins]
+        return {"past_window": pd.DataFrame(past, columns=["source_file", "section", "chunk_id", "tokens",
+                                                           "unseen_share"]),
+                "fragments": pd.DataFrame(fragments, columns=["source_file", "section", "content_tokens",
+                                                              "heading_share", "text"]),
+                "fragment_wins": pd.DataFrame(wins, columns=["query", "fragment", "fragment_score",
+                                                             "best_full_chunk", "full_score"])}
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        _record(report, self.study, self.answered, self.wins, max_unseen_share=self.max_unseen_share,
-                max_fragment_share=self.max_fragment_share, max_fragment_win_rate=self.max_fragment_win_rate,
-                show=show)
+        """Notebook 12's metrics, gates, findings, length histogram and tables."""
+        from retrieval_lib.workbook.plots import count_histogram
 
-
-def _record(report: NotebookReport, study: ChunkStudy, answered: int, wins: Sequence[FragmentWin], *,
-            max_unseen_share: float, max_fragment_share: float, max_fragment_win_rate: float,
-            show: bool = True) -> None:
-    """Notebook 12's gates, metrics, findings, length histogram and tables."""
-    from retrieval_lib.workbook.plots import count_histogram
-
-    unseen, frag_share = study.unseen_text_share, study.fragment_share
-    displaced = [w for w in wins if w.displaced]
-    win_rate = len(displaced) / answered if answered else 0.0
-    past = study.past_window
-    report.metric("chunks", len(study.chunks), "chunks")
-    report.metric("model_window", study.window, "tokens")
-    report.metric("chunks_past_window", len(past), "chunks")
-    report.metric("unseen_text_share", unseen, "share")
-    report.metric("fragments", len(study.fragments), "chunks")
-    report.metric("fragment_share", frag_share, "share")
-    report.metric("fragment_win_rate", win_rate, "share")
-    CHUNKS_UNSEEN.record(
-        report, unseen <= max_unseen_share, value=round(unseen, 4), threshold=max_unseen_share, rule="<=",
-        unit="share", detail=f"{unseen:.1%} of the text past the {study.window}-token window (at most "
-                             f"{max_unseen_share:.1%}); {len(past)} chunks too long",
-        hint="re-chunk so every chunk fits the window minus its title line (split long code and lists)")
-    CHUNKS_FRAGMENTS.record(
-        report, frag_share <= max_fragment_share, value=round(frag_share, 4), threshold=max_fragment_share,
-        rule="<=", unit="share", detail=f"{len(study.fragments)} of {len(study.chunks)} chunks are fragments "
-                                        f"({frag_share:.1%}, at most {max_fragment_share:.1%})",
-        hint="fold heading-only and lead-in chunks into their neighbours when chunking")
-    CHUNKS_FRAGMENT_WINS.record(
-        report, win_rate <= max_fragment_win_rate, value=round(win_rate, 4), threshold=max_fragment_win_rate,
-        rule="<=", unit="share", detail=f"a fragment beat its own section's full chunk for {len(displaced)} of "
-                                        f"{answered} queries ({win_rate:.1%}, at most {max_fragment_win_rate:.1%})",
-        hint="the fragments in the wins table answer nothing: merge them with their section's text")
-    worst = f"; the longest is {past[0].read} tokens ({past[0].source_file}, {past[0].unseen_share:.0%} unseen)" \
-        if past else ""
-    report.finding(f"{len(past)} of {len(study.chunks)} chunks are longer than the {study.window}-token window, "
-                   f"{unseen:.1%} of all text is never seen by the model{worst}.")
-    report.finding(f"{len(study.fragments)} chunks ({frag_share:.1%}) are fragments (under {study.min_tokens} tokens "
-                   f"or mostly heading); a fragment is top-1 for {len(wins)} of {answered} queries, "
-                   f"{len(displaced)} of them over a full chunk of its own section.")
-    fig = count_histogram([c.read for c in study.chunks], bins=40, xlabel="tokens the model reads (title + chunk)",
-                          marks={"model window": float(study.window), "fragment size": float(study.min_tokens)},
-                          title="Chunk lengths against the model window")
-    report.figure(fig, "lengths", show=show)
-    report.table(past_window_frame(study), "past_window")
-    report.table(fragments_frame(study), "fragments")
-    report.table(wins_frame(wins), "fragment_wins")
+        study, wins, answered = self.study, self.wins, self.answered
+        unseen, frag_share = study.unseen_text_share, study.fragment_share
+        displaced = [w for w in wins if w.displaced]
+        win_rate = len(displaced) / answered if answered else 0.0
+        past = study.past_window
+        for name, value, unit in (("chunks", len(study.chunks), "chunks"), ("model_window", study.window, "tokens"),
+                                  ("chunks_past_window", len(past), "chunks"), ("unseen_text_share", unseen, "share"),
+                                  ("fragments", len(study.fragments), "chunks"),
+                                  ("fragment_share", frag_share, "share"), ("fragment_win_rate", win_rate, "share")):
+            report.metric(name, value, unit)
+        CHUNKS_UNSEEN.record(
+            report, unseen <= self.max_unseen_share, value=round(unseen, 4), threshold=self.max_unseen_share,
+            rule="<=", unit="share", detail=f"{unseen:.1%} of the text past the {study.window}-token window (at most "
+                                            f"{self.max_unseen_share:.1%}); {len(past)} chunks too long",
+            hint="re-chunk so every chunk fits the window minus its title line (split long code and lists)")
+        CHUNKS_FRAGMENTS.record(
+            report, frag_share <= self.max_fragment_share, value=round(frag_share, 4),
+            threshold=self.max_fragment_share, rule="<=", unit="share",
+            detail=f"{len(study.fragments)} of {len(study.chunks)} chunks are fragments ({frag_share:.1%}, at most "
+                   f"{self.max_fragment_share:.1%})",
+            hint="fold heading-only and lead-in chunks into their neighbours when chunking")
+        CHUNKS_FRAGMENT_WINS.record(
+            report, win_rate <= self.max_fragment_win_rate, value=round(win_rate, 4),
+            threshold=self.max_fragment_win_rate, rule="<=", unit="share",
+            detail=f"a fragment beat its own section's full chunk for {len(displaced)} of {answered} queries "
+                   f"({win_rate:.1%}, at most {self.max_fragment_win_rate:.1%})",
+            hint="the fragments in the wins table answer nothing: merge them with their section's text")
+        worst = f"; the longest is {past[0].read} tokens ({past[0].source_file}, {past[0].unseen_share:.0%} unseen)" \
+            if past else ""
+        report.finding(f"{len(past)} of {len(study.chunks)} chunks are longer than the {study.window}-token window, "
+                       f"{unseen:.1%} of all text is never seen by the model{worst}.")
+        report.finding(f"{len(study.fragments)} chunks ({frag_share:.1%}) are fragments (under {study.min_tokens} "
+                       f"tokens or mostly heading); a fragment is top-1 for {len(wins)} of {answered} queries, "
+                       f"{len(displaced)} of them over a full chunk of its own section.")
+        fig = count_histogram([c.read for c in study.chunks], bins=40, xlabel="tokens the model reads (title + chunk)",
+                              marks={"model window": float(study.window), "fragment size": float(study.min_tokens)},
+                              title="Chunk lengths against the model window")
+        report.figure(fig, "lengths", show=show)
+        for name, frame in self.tables().items():
+            report.table(frame, name)

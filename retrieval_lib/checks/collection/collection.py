@@ -40,30 +40,6 @@ def run(ctx: NotebookRun) -> Collection | NotApplicable:
     return Collection(found, ctx.store.describe(ctx.collection))
 
 
-def mapping_frame(found: Inspection) -> Any:
-    """One row per field the workbook reads: the payload key it comes from, and why."""
-    import pandas as pd
-
-    return pd.DataFrame(mapping_rows(found))
-
-
-def keys_frame(found: Inspection) -> Any:
-    """Every payload key of the sample: fill rate (%), type, distinct values, an example (cut to 50 characters)."""
-    import pandas as pd
-
-    return pd.DataFrame([{"key": k["key"], "filled %": round(100 * k["filled"], 1), "type": k["type"],
-                          "distinct": k["distinct"],
-                          "example": "" if k["example"] is None else str(k["example"])[:50]} for k in found.keys])
-
-
-def checkable_frame(found: Inspection) -> Any:
-    """What the notebooks can and cannot check on this collection, each with its reason."""
-    import pandas as pd
-
-    return pd.DataFrame([{"check": c["check"], "can": "yes" if c["can"] else "no", "why": c["why"]}
-                         for c in found.checkable])
-
-
 @plain_figure
 def lengths_figure(found: Inspection) -> Any:
     """Chunk lengths in the model's tokens, with its window: what lies right of the line the model never reads."""
@@ -83,35 +59,42 @@ class Collection:
         return self.described
 
     def tables(self) -> dict[str, Any]:
-        return {"mapping": mapping_frame(self.found), "payload_keys": keys_frame(self.found),
-                "checkable": checkable_frame(self.found)}
+        """``mapping``: one row per field the workbook reads, the payload key it comes from and why;
+        ``payload_keys``: every payload key of the sample, its fill rate (%), type, distinct values and an example
+        (cut to 50 characters); ``checkable``: what the notebooks can and cannot check here, each with its reason."""
+        import pandas as pd
+
+        found = self.found
+        return {"mapping": pd.DataFrame(mapping_rows(found)),
+                "payload_keys": pd.DataFrame([{"key": k["key"], "filled %": round(100 * k["filled"], 1),
+                                               "type": k["type"], "distinct": k["distinct"],
+                                               "example": "" if k["example"] is None else str(k["example"])[:50]}
+                                              for k in found.keys]),
+                "checkable": pd.DataFrame([{"check": c["check"], "can": "yes" if c["can"] else "no", "why": c["why"]}
+                                           for c in found.checkable])}
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
         """Tables, the lengths figure, findings and metrics: no gate (the notebooks after this one judge)."""
         for name, frame in self.tables().items():
             report.table(frame, name)
-        report.figure(lengths_figure(self.found), "chunk_lengths", show=show)
-        _record(report, self.found)
-
-
-def _record(report: NotebookReport, found: Inspection) -> None:
-    """Findings and metrics."""
-    roles = found.roles
-    mapped = [r for r in mapping_rows(found) if r["payload key"] != "-"]
-    report.finding(f"{found.points} points; {len(found.keys)} payload keys; {len(mapped)} of 12 fields mapped "
-                   f"({roles.origin} mapping); ids: "
-                   + ", ".join(f"{form} ({n})" for form, n in sorted(found.ids.items(), key=lambda kv: -kv[1])))
-    report.finding(f"embedding model: {found.model.get('verdict')}")
-    ln = found.lengths
-    if ln.get("sample"):
-        report.finding(f"chunk lengths: median {ln['tokens_p50']:.0f} tokens, longest {ln['tokens_max']}; "
-                       f"{ln['over_window']} of {ln['sample']} chunks exceed the {ln['window']}-token window")
-    report.finding(f"duplicate texts: {found.duplicates['points_with_a_duplicate_text']} points repeat another's")
-    cannot = [c["check"] for c in found.checkable if not c["can"]]
-    if cannot:
-        report.finding("not checkable here: " + "; ".join(cannot))
-    report.metric("points", found.points, "points")
-    report.metric("fields_mapped", len(mapped), "fields")
-    report.metric("chunks_over_window", ln.get("over_window"), "chunks")
-    report.metric("duplicate_text_points", found.duplicates["points_with_a_duplicate_text"], "points")
-    report.metric("model_matched", bool(found.model.get("matched")))
+        found = self.found
+        report.figure(lengths_figure(found), "chunk_lengths", show=show)
+        mapped = [r for r in mapping_rows(found) if r["payload key"] != "-"]
+        report.finding(f"{found.points} points; {len(found.keys)} payload keys; {len(mapped)} of 12 fields mapped "
+                       f"({found.roles.origin} mapping); ids: "
+                       + ", ".join(f"{form} ({n})" for form, n in sorted(found.ids.items(), key=lambda kv: -kv[1])))
+        report.finding(f"embedding model: {found.model.get('verdict')}")
+        ln = found.lengths
+        if ln.get("sample"):
+            report.finding(f"chunk lengths: median {ln['tokens_p50']:.0f} tokens, longest {ln['tokens_max']}; "
+                           f"{ln['over_window']} of {ln['sample']} chunks exceed the {ln['window']}-token window")
+        repeated = found.duplicates["points_with_a_duplicate_text"]
+        report.finding(f"duplicate texts: {repeated} points repeat another's")
+        cannot = [c["check"] for c in found.checkable if not c["can"]]
+        if cannot:
+            report.finding("not checkable here: " + "; ".join(cannot))
+        for name, value, unit in (("points", found.points, "points"), ("fields_mapped", len(mapped), "fields"),
+                                  ("chunks_over_window", ln.get("over_window"), "chunks"),
+                                  ("duplicate_text_points", repeated, "points"),
+                                  ("model_matched", bool(found.model.get("matched")), "")):
+            report.metric(name, value, unit)

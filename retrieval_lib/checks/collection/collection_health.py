@@ -19,7 +19,7 @@ import hashlib
 import statistics
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.checks.gates import (
@@ -30,10 +30,10 @@ from retrieval_lib.checks.gates import (
     HEALTH_MODEL,
 )
 from retrieval_lib.collection import held_fields
-from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import PAYLOAD_FIELDS, CollectionStats
 from retrieval_lib.stores import ReadableStore, size_warning
 from retrieval_lib.stores.scan import Columns, read_columns, shared
+from retrieval_lib.validation import number_in, whole_number
 from retrieval_lib.workbook.check import NotApplicable
 from retrieval_lib.workbook.plots import plain_figure
 
@@ -83,15 +83,16 @@ class PayloadScan:
         """``extra_copies / points``: the share of points that store a text already stored (0.0 when empty)."""
         return self.extra_copies / self.points if self.points else 0.0
 
+    @property
+    def duplicates_by(self) -> str | None:
+        """What tells two points' texts apart: ``"content_hash"`` where the collection holds one, else
+        ``"identical-text"`` (a digest of the chunk's text), else None: duplicates cannot be judged."""
+        return next((by for f, by in (("content_hash", "content_hash"), ("content", "identical-text"))
+                     if f in self.held), None)
+
     def field_completeness(self) -> dict[str, float]:
         """% of points carrying each field."""
         return {f: (100.0 * n / self.points if self.points else 100.0) for f, n in self.field_present.items()}
-
-    def as_dict(self) -> dict[str, Any]:
-        out = asdict(self)
-        out.update(metadata_completeness=self.metadata_completeness, extra_copies=self.extra_copies,
-                   duplicate_share=self.duplicate_share)
-        return out
 
 
 def tally_payloads(columns: Columns, held: Sequence[str] = PAYLOAD_FIELDS) -> dict[str, Any]:
@@ -116,8 +117,7 @@ def tally_payloads(columns: Columns, held: Sequence[str] = PAYLOAD_FIELDS) -> di
 
 
 def scan_payloads(store: ReadableStore, collection: str, *, expected_model: str | None = None,
-                  batch_size: int | None = None, progress: bool = False,
-                  run_dir: str | os.PathLike[str] | None = None) -> PayloadScan:
+                  batch_size: int | None = None, run_dir: str | os.PathLike[str] | None = None) -> PayloadScan:
     """Read every point's payload fields once and tally completeness, duplicates and models.
 
     Only :data:`~retrieval_lib.models.PAYLOAD_FIELDS` are read, in large pages
@@ -129,7 +129,6 @@ def scan_payloads(store: ReadableStore, collection: str, *, expected_model: str 
         expected_model: the configured embedder's model; points with another
             ``model_version`` are counted as foreign.
         batch_size: points per scroll page, >= 1; default large pages (:func:`retrieval_lib.stores.scan.page_size`).
-        progress: show a progress bar (tqdm).
         run_dir: the run folder: the tally is kept there and the run's other notebooks reuse it while the
             collection is unchanged (:func:`retrieval_lib.stores.scan.shared` says how); empty: scan here, share
             nothing.
@@ -137,18 +136,19 @@ def scan_payloads(store: ReadableStore, collection: str, *, expected_model: str 
     Raises:
         ValidationError: ``batch_size`` is not a whole number >= 1.
     """
-    if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1):
-        raise ValidationError(f"batch_size must be a whole number >= 1 (got {batch_size!r})", field="batch_size")
-    fields = list(PAYLOAD_FIELDS)
+    if batch_size is not None:
+        whole_number(batch_size, "batch_size", low=1)
     held = [f for f in PAYLOAD_FIELDS if f in held_fields(store, collection)]
-    tally, _ = shared(run_dir, "payloads", store, collection, held, lambda: tally_payloads(
-        read_columns(store, collection, fields, batch_size=batch_size, progress=progress), held))
-    models: dict[str, int] = tally["model_versions"]
-    foreign = sum(n for m, n in models.items() if expected_model and m != expected_model)
-    scan = PayloadScan(points=tally["points"], field_present=tally["field_present"],
-                       complete_points=tally["complete_points"], duplicate_hashes=tally["duplicate_hashes"],
-                       model_versions=models, foreign_model_points=foreign, points_per_file=tally["points_per_file"],
-                       held=held)
+
+    def tally() -> dict[str, Any]:
+        return tally_payloads(read_columns(store, collection, list(PAYLOAD_FIELDS), batch_size=batch_size), held)
+
+    # a collection whose roles map none of the fields is counted, not shared: a shared scan is keyed on its fields
+    found = shared(run_dir, "payloads", store, collection, held, tally)[0] if held else tally()
+    # no model_version role: "(none)" on every point says nothing of the model, so no point counts as foreign
+    foreign = sum(n for m, n in found["model_versions"].items()
+                  if expected_model and m != expected_model and "model_version" in held)
+    scan = PayloadScan(**found, foreign_model_points=foreign, held=held)
     small = size_warning(collection, scan.points)
     if small:
         scan.warnings.append(small)
@@ -160,12 +160,9 @@ def scan_payloads(store: ReadableStore, collection: str, *, expected_model: str 
 
 
 def _check_thresholds(min_points: int, max_duplicate_share: float, min_metadata_completeness: float) -> None:
-    if isinstance(min_points, bool) or not isinstance(min_points, int) or min_points < 0:
-        raise ValidationError(f"min_points must be a whole number >= 0 (got {min_points!r})", field="min_points")
-    for name, value, top in (("max_duplicate_share", max_duplicate_share, 1.0),
-                             ("min_metadata_completeness", min_metadata_completeness, 100.0)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not 0 <= value <= top:
-            raise ValidationError(f"{name} must be a number from 0 to {top:g} (got {value!r})", field=name)
+    whole_number(min_points, "min_points")
+    number_in(max_duplicate_share, "max_duplicate_share", 0, 1)
+    number_in(min_metadata_completeness, "min_metadata_completeness", 0, 100)
 
 
 def collection_warnings(stats: CollectionStats, scan: PayloadScan, *, min_points: int) -> list[str]:
@@ -195,8 +192,7 @@ def record_completeness(report: NotebookReport, scan: PayloadScan, minimum: floa
     _check_thresholds(0, 0.0, minimum)
     fill = {"min_metadata_completeness": minimum}
     if not scan.held:
-        return HEALTH_COMPLETENESS.not_applicable(report, "the collection holds none of the fields the workbook reads",
-                                                  fill=fill)
+        return HEALTH_COMPLETENESS.not_applicable(report, _NO_FIELD, fill=fill)
     absent = [f for f in PAYLOAD_FIELDS if f not in scan.held]
     return HEALTH_COMPLETENESS.record(
         report, scan.metadata_completeness >= minimum, fill=fill, value=round(scan.metadata_completeness, 2),
@@ -206,119 +202,16 @@ def record_completeness(report: NotebookReport, scan: PayloadScan, minimum: floa
                   f"holds {', '.join(absent)})" if absent else ""))
 
 
+#: Why completeness cannot be judged: no payload role maps a key of the collection.
+_NO_FIELD = ("the collection holds none of the fields the workbook reads (its payload roles map "
+             "none of its keys: `inspect` shows them; a profile's `payload_fields` names them)")
+#: Why duplicates cannot be judged: neither a content hash nor the chunk's text to compare.
+_NO_TEXT = ("the collection holds neither a content hash nor the chunk text (no payload role maps "
+            "them: `inspect` shows the mapping), so two points' texts cannot be compared")
+
+
 def _versions(scan: PayloadScan, template: str) -> str:
     return ", ".join(template.format(model=m, points=n) for m, n in sorted(scan.model_versions.items()))
-
-
-def record(report: NotebookReport, scan: PayloadScan, stats: CollectionStats, embedder: Embedder, *,
-           min_points: int, max_duplicate_share: float, min_metadata_completeness: float) -> list[str]:
-    """Record notebook 07's gates, findings and metrics; returns the collection's warnings.
-
-    Gates: at least ``min_points`` points; metadata completeness >= the minimum
-    (:func:`record_completeness`); ``duplicate_share <= max_duplicate_share``;
-    every point embedded with ``embedder.model`` (and the collection not empty);
-    the collection's vector size equals ``embedder.dimension``. Each warning of
-    :func:`collection_warnings` becomes a finding.
-
-    Raises:
-        ValidationError: a threshold out of range.
-    """
-    _check_thresholds(min_points, max_duplicate_share, min_metadata_completeness)
-    files = scan.points_per_file
-    sizes = list(files.values()) or [0]
-    HEALTH_MIN_POINTS.record(report, scan.points >= min_points, fill={"min_points": min_points},
-                             value=scan.points, threshold=min_points, rule=">=", unit="points",
-                             detail=f"{scan.points} points in {len(files)} source files")
-    record_completeness(report, scan, min_metadata_completeness)
-    HEALTH_DUPLICATES.record(report, scan.duplicate_share <= max_duplicate_share,
-                             fill={"max_duplicate_share": max_duplicate_share},
-                             value=round(scan.duplicate_share, 4), threshold=max_duplicate_share, rule="<=",
-                             unit="share",
-                             detail=f"{len(scan.duplicate_hashes)} "
-                                    f"{'content_hash' if 'content_hash' in scan.held else 'identical-text'} groups, "
-                                    f"{scan.extra_copies} extra copies")
-    if "model_version" not in scan.held:
-        HEALTH_MODEL.not_applicable(report, "the collection stores no model name (nor do most pipelines); notebook 09 "
-                                            "checks the model by re-embedding stored chunks")
-    else:
-        HEALTH_MODEL.record(report, scan.foreign_model_points == 0 and scan.points > 0,
-                            value=scan.foreign_model_points, threshold=0, rule="==", unit="points",
-                            hint="configure the model the collection was built with (or rebuild the collection with "
-                                 "the configured embedder): vectors of two models do not compare",
-                            detail=f"configured {embedder.model}; found {_versions(scan, '{model} ({points})')}")
-    HEALTH_DIMENSION.record(report, stats.dimensions == embedder.dimension,
-                            value=stats.dimensions, threshold=embedder.dimension, rule="==", unit="dimensions",
-                            hint="the collection was built with another embedding model: configure that model",
-                            detail=f"{stats.dimensions} vs {embedder.dimension}")
-
-    report.finding(f"{scan.points} points from {len(files)} source files ({min(sizes)}-{max(sizes)} per file), "
-                   f"{stats.dimensions}-dimensional {stats.distance} vectors, index status {stats.index_status}, "
-                   f"{stats.segments_count} segment(s)")
-    fields = scan.field_completeness()
-    weakest = min(fields, key=lambda f: (round(fields[f], 2), f)) if fields else None
-    report.finding(f"metadata completeness {scan.metadata_completeness:.2f}% ({scan.complete_points}/{scan.points} "
-                   "points)" + (f"; least present field {weakest!r} at {round(fields[weakest], 2):g}%"
-                                if weakest is not None and round(fields[weakest], 2) < 100
-                                else "; every field on every point"))
-    report.finding(f"{len(scan.duplicate_hashes)} duplicate content_hash groups ({scan.extra_copies} extra copies, "
-                   f"share {scan.duplicate_share:.4f})")
-    report.finding(f"model_version: {_versions(scan, '{model} on {points} points')}; configured embedder "
-                   f"{embedder.model} ({embedder.dimension} dims, collection {stats.dimensions})")
-    if stats.unreported:
-        report.finding("unreported by this backend: " + "; ".join(f"{u.field} ({u.reason})" for u in stats.unreported))
-    warnings = collection_warnings(stats, scan, min_points=min_points)
-    for w in warnings:
-        report.finding(f"warning: {w}")
-    for name, value in (("disk_data_size_bytes", stats.disk_data_size_bytes), ("points", scan.points),
-                        ("vector_count", stats.vector_count), ("source_files", len(files)),
-                        ("metadata_completeness", scan.metadata_completeness), ("field_completeness", fields),
-                        ("duplicate_groups", len(scan.duplicate_hashes)), ("duplicate_share", scan.duplicate_share),
-                        ("foreign_model_points", scan.foreign_model_points), ("model_versions", scan.model_versions),
-                        ("collection_dimension", stats.dimensions), ("embedder_dimension", embedder.dimension),
-                        ("index_status", stats.index_status), ("segments_count", stats.segments_count)):
-        report.metric(name, value)
-    return warnings
-
-
-# --------------------------------------------------------------------------- tables
-def stats_frame(stats: CollectionStats, fields: Sequence[str] = STATS_SHOWN):
-    """One row per statistic: ``field``, ``value`` (text) and a ``note`` saying why a figure is unreported."""
-    import pandas as pd
-
-    unreported = {u.field: u.reason for u in stats.unreported}
-    return pd.DataFrame([{"field": f, "value": "unreported" if f in unreported else str(getattr(stats, f)),
-                          "note": unreported.get(f, "")} for f in fields])
-
-
-def completeness_frame(scan: PayloadScan, *, decimals: int = 2):
-    """One row per payload field: points carrying it and their share in % (rounded to ``decimals``)."""
-    import pandas as pd
-
-    return pd.DataFrame([{"field": f, "points_with_field": scan.field_present[f], "percent": round(pct, decimals)}
-                         for f, pct in scan.field_completeness().items()])
-
-
-def per_file_frame(scan: PayloadScan):
-    """One row per source file with its point count, in file order."""
-    import pandas as pd
-
-    return pd.DataFrame({"source_file": list(scan.points_per_file), "points": list(scan.points_per_file.values())})
-
-
-def duplicates_frame(scan: PayloadScan, *, hash_chars: int = 16):
-    """One row per duplicated ``content_hash`` (shortened to ``hash_chars``), largest group first."""
-    import pandas as pd
-
-    rows = sorted(scan.duplicate_hashes.items(), key=lambda kv: (-kv[1], kv[0]))
-    return pd.DataFrame({"content_hash": [h[:hash_chars] for h, _ in rows], "points": [n for _, n in rows]})
-
-
-def models_frame(scan: PayloadScan, expected_model: str):
-    """One row per ``model_version`` found, with its points and whether it is the configured model."""
-    import pandas as pd
-
-    return pd.DataFrame([{"model_version": m, "points": n, "matches_configured_model": m == expected_model}
-                         for m, n in sorted(scan.model_versions.items())])
 
 
 # --------------------------------------------------------------------------- figures
@@ -387,31 +280,117 @@ class CollectionHealth:
         spread = (f"points per file: min {min(files)}, median {statistics.median(files):g}, max {max(files)}"
                   if files else "no source file")
         return "\n".join([
-            f"{scan.points} points scanned; {scan.complete_points} complete: "
-            f"metadata completeness {scan.metadata_completeness:.2f}%",
+            f"{scan.points} points scanned; " + (f"{scan.complete_points} complete: metadata completeness "
+                                                 f"{scan.metadata_completeness:.2f}%" if scan.held else
+                                                 "metadata completeness not applicable (no field held)"),
             f"{len(files)} source files; {spread}",
-            f"{len(scan.duplicate_hashes)} groups, {scan.extra_copies} extra copies: "
-            f"duplicate share {scan.duplicate_share:.4f}",
+            f"{len(scan.duplicate_hashes)} groups, {scan.extra_copies} extra copies: duplicate share "
+            f"{scan.duplicate_share:.4f}" if scan.duplicates_by else "duplicates not applicable (no text held)",
             f"collection dimension {stats.dimensions} vs embedder dimension {self.embedder.dimension}",
             "warnings:" if self.warnings else "no warnings", *(f"- {w}" for w in self.warnings)])
 
     def tables(self) -> dict[str, Any]:
-        """The statistics (the on-disk size apart, as ``disk_size``: it changes with every build), completeness
-        per field, points per file, duplicated hashes and the models found."""
-        return {"collection_stats": stats_frame(self.stats), "disk_size": stats_frame(self.stats,
-                                                                                      ["disk_data_size_bytes"]),
-                "field_completeness": completeness_frame(self.scan, decimals=2),
-                "points_per_file": per_file_frame(self.scan), "duplicate_hashes": duplicates_frame(self.scan),
-                "model_versions": models_frame(self.scan, self.embedder.model)}
+        """The statistics (the on-disk size apart, as ``disk_size``: it changes with every build; ``note`` says why
+        a figure is unreported), completeness per field (% to 2 decimals), points per file in file order,
+        duplicated hashes (shortened to 16 characters, largest group first) and the models found."""
+        import pandas as pd
+
+        stats, scan = self.stats, self.scan
+        unreported = {u.field: u.reason for u in stats.unreported}
+
+        def stats_frame(fields: Sequence[str]) -> Any:
+            return pd.DataFrame([{"field": f, "value": "unreported" if f in unreported else str(getattr(stats, f)),
+                                  "note": unreported.get(f, "")} for f in fields])
+
+        groups = sorted(scan.duplicate_hashes.items(), key=lambda kv: (-kv[1], kv[0]))
+        return {"collection_stats": stats_frame(STATS_SHOWN), "disk_size": stats_frame(["disk_data_size_bytes"]),
+                "field_completeness": pd.DataFrame([{"field": f, "points_with_field": scan.field_present[f],
+                                                     "percent": round(pct, 2)}
+                                                    for f, pct in scan.field_completeness().items()]),
+                "points_per_file": pd.DataFrame({"source_file": list(scan.points_per_file),
+                                                 "points": list(scan.points_per_file.values())}),
+                "duplicate_hashes": pd.DataFrame({"content_hash": [h[:16] for h, _ in groups],
+                                                  "points": [n for _, n in groups]}),
+                "model_versions": pd.DataFrame([{"model_version": m, "points": n,
+                                                 "matches_configured_model": m == self.embedder.model}
+                                                for m, n in sorted(scan.model_versions.items())])}
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
+        """The tables (``duplicate_hashes`` when there is one), the two figures, then the gates, findings and
+        metrics.
+
+        Gates: at least ``min_points`` points; metadata completeness >= the minimum (:func:`record_completeness`);
+        ``duplicate_share <= max_duplicate_share``; every point embedded with ``embedder.model`` (and the collection
+        not empty); the collection's vector size equals ``embedder.dimension``. Each warning of
+        :func:`collection_warnings` becomes a finding.
+
+        Raises:
+            ValidationError: a threshold out of range.
+        """
+        scan, stats, embedder, min_points = self.scan, self.stats, self.embedder, self.min_points
+        max_share = self.max_duplicate_share
+        _check_thresholds(min_points, max_share, self.min_metadata_completeness)
         tables = self.tables()
         for name in ("collection_stats", "field_completeness", "points_per_file", "duplicate_hashes",
                      "model_versions"):
             if name != "duplicate_hashes" or len(tables[name]):
                 report.table(tables[name], name)
-        report.figure(completeness_figure(self.scan, self.min_metadata_completeness), "field_completeness",
-                      show=show)
-        report.figure(per_file_figure(self.scan), "points_per_file", show=show)
-        record(report, self.scan, self.stats, self.embedder, min_points=self.min_points,
-               max_duplicate_share=self.max_duplicate_share, min_metadata_completeness=self.min_metadata_completeness)
+        report.figure(completeness_figure(scan, self.min_metadata_completeness), "field_completeness", show=show)
+        report.figure(per_file_figure(scan), "points_per_file", show=show)
+        files = scan.points_per_file
+        sizes = list(files.values()) or [0]
+        HEALTH_MIN_POINTS.record(report, scan.points >= min_points, fill={"min_points": min_points},
+                                 value=scan.points, threshold=min_points, rule=">=", unit="points",
+                                 detail=f"{scan.points} points in {len(files)} source files")
+        record_completeness(report, scan, self.min_metadata_completeness)
+        if scan.duplicates_by is None:
+            HEALTH_DUPLICATES.not_applicable(report, _NO_TEXT, fill={"max_duplicate_share": max_share})
+        else:
+            HEALTH_DUPLICATES.record(report, scan.duplicate_share <= max_share, fill={"max_duplicate_share": max_share},
+                                     value=round(scan.duplicate_share, 4), threshold=max_share, rule="<=",
+                                     unit="share", detail=f"{len(scan.duplicate_hashes)} {scan.duplicates_by} groups, "
+                                                          f"{scan.extra_copies} extra copies")
+        if "model_version" not in scan.held:
+            HEALTH_MODEL.not_applicable(report, "the collection stores no model name (nor do most pipelines); "
+                                                "notebook 09 checks the model by re-embedding stored chunks")
+        else:
+            HEALTH_MODEL.record(report, scan.foreign_model_points == 0 and scan.points > 0,
+                                value=scan.foreign_model_points, threshold=0, rule="==", unit="points",
+                                hint="configure the model the collection was built with (or rebuild the collection "
+                                     "with the configured embedder): vectors of two models do not compare",
+                                detail=f"configured {embedder.model}; found {_versions(scan, '{model} ({points})')}")
+        HEALTH_DIMENSION.record(report, stats.dimensions == embedder.dimension,
+                                value=stats.dimensions, threshold=embedder.dimension, rule="==", unit="dimensions",
+                                hint="the collection was built with another embedding model: configure that model",
+                                detail=f"{stats.dimensions} vs {embedder.dimension}")
+
+        report.finding(f"{scan.points} points from {len(files)} source files ({min(sizes)}-{max(sizes)} per file), "
+                       f"{stats.dimensions}-dimensional {stats.distance} vectors, index status {stats.index_status}, "
+                       f"{stats.segments_count} segment(s)")
+        fields = scan.field_completeness()
+        weakest = min(fields, key=lambda f: (round(fields[f], 2), f)) if fields else None
+        least = (f"least present field {weakest!r} at {round(fields[weakest], 2):g}%"
+                 if weakest is not None and round(fields[weakest], 2) < 100 else "every field on every point")
+        report.finding(f"metadata completeness {scan.metadata_completeness:.2f}% ({scan.complete_points}/"
+                       f"{scan.points} points); {least}" if scan.held
+                       else f"metadata completeness not applicable: {_NO_FIELD}")
+        report.finding(f"{len(scan.duplicate_hashes)} duplicate {scan.duplicates_by} groups ({scan.extra_copies} "
+                       f"extra copies, share {scan.duplicate_share:.4f})" if scan.duplicates_by
+                       else f"duplicates not applicable: {_NO_TEXT}")
+        report.finding(f"model_version: {_versions(scan, '{model} on {points} points')}; configured embedder "
+                       f"{embedder.model} ({embedder.dimension} dims, collection {stats.dimensions})")
+        if stats.unreported:
+            report.finding("unreported by this backend: "
+                           + "; ".join(f"{u.field} ({u.reason})" for u in stats.unreported))
+        for w in self.warnings:
+            report.finding(f"warning: {w}")
+        for name, value in (("disk_data_size_bytes", stats.disk_data_size_bytes), ("points", scan.points),
+                            ("vector_count", stats.vector_count), ("source_files", len(files)),
+                            ("metadata_completeness", scan.metadata_completeness), ("field_completeness", fields),
+                            ("duplicate_groups", len(scan.duplicate_hashes)),
+                            ("duplicate_share", scan.duplicate_share),
+                            ("foreign_model_points", scan.foreign_model_points),
+                            ("model_versions", scan.model_versions), ("collection_dimension", stats.dimensions),
+                            ("embedder_dimension", embedder.dimension), ("index_status", stats.index_status),
+                            ("segments_count", stats.segments_count)):
+            report.metric(name, value)

@@ -5,8 +5,8 @@ The dimension and the ``model_version`` string can both match while the vectors 
 
 1. a seeded sample of stored points, stratified by ``source_file``
    (:func:`~retrieval_lib.checks.collection._contract_sample.sample_points`), is read with its vectors;
-2. each point's text is re-embedded *as a document*, the way ingest embedded it (:func:`document_text`: the title
-   line, then ``content``), and compared with the stored vector by cosine similarity
+2. each point's text is re-embedded *as a document*, the way ingest embedded it (the title line, then ``content``:
+   :func:`~retrieval_lib.collection.ours.embedded_text`), and compared with the stored vector by cosine similarity
    ``cos(u, v) = u·v / (|u| |v|)``: with the same model, input type and text it is 1 up to float noise;
 3. self-retrieval: each chunk's first sentence (:func:`probe_query`) is embedded *as a query* and searched; the
    share of chunks whose own point (and own file) is in the top k of the collection is reported, with its Wilson
@@ -42,20 +42,22 @@ import numpy as np
 from retrieval_lib.checks.collection._contract_diagnosis import Diagnosis, diagnose
 from retrieval_lib.checks.collection._contract_sample import sample_points
 from retrieval_lib.checks.gates import CONTRACT_COSINE, CONTRACT_SELF_RETRIEVAL
-from retrieval_lib.checks.intervals import wilson
-from retrieval_lib.collection.ours import embedded_form, embedded_text, row_cosines
+from retrieval_lib.checks.statistics import wilson
+from retrieval_lib.collection.ours import embedded_form, row_cosines
 from retrieval_lib.embedding.base import embed_as, input_types_of
 from retrieval_lib.embedding.providers import Embedder
-from retrieval_lib.errors import ModelMismatchError, ValidationError
+from retrieval_lib.errors import ModelMismatchError
 from retrieval_lib.search import ensure_compatible
 from retrieval_lib.stores import ReadableStore
+from retrieval_lib.stores.base import require_vector
+from retrieval_lib.validation import number_in, whole_number
 from retrieval_lib.workbook.check import NotApplicable
 from retrieval_lib.workbook.plots import plain_figure
 
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "EmbeddingContract", "cost_line", "plan_cost", "probe", "ProbeResult", "document_text", "probe_query",
+__all__ = ["run", "EmbeddingContract", "cost_line", "plan_cost", "check_args", "probe", "ProbeResult", "probe_query",
            "sample_points"]
 
 #: The gates this check records.
@@ -81,11 +83,6 @@ _SENTENCE_END = re.compile(r"(?<=[.!?])\s")
 _MARKUP = re.compile(r"[*_`#>|]+|\[([^\]]*)\]\([^)]*\)")
 _PSEUDO_HEADING = re.compile(r"^(\*\*|__)[^*_]+(\*\*|__)[.:]?$")  # a bold line standing for a heading
 _LIST_MARK = re.compile(r"^\s*(?:[-+*]|\d+[.)])\s+")
-
-
-def document_text(payload: dict[str, Any]) -> str:
-    """The text our ingest embedded for a chunk (:func:`retrieval_lib.collection.ours.embedded_text`)."""
-    return embedded_text(payload)
 
 
 def probe_query(payload: dict[str, Any], max_chars: int = 200) -> str:
@@ -153,20 +150,17 @@ def plan_cost(embedder: Embedder, sample: int) -> ProbeCost:
     return ProbeCost(embedder.provider, batch, sample, sample, sample * others, max(others, 0))
 
 
-def _check_args(sample: int, top_k: int, min_cosine: float) -> None:
-    if isinstance(sample, bool) or not isinstance(sample, int) or sample < 1:
-        raise ValidationError(f"sample must be a whole number of points >= 1 (got {sample!r})", field="sample")
-    if isinstance(top_k, bool) or not isinstance(top_k, int) or not 1 <= top_k <= 100:
-        raise ValidationError(f"top_k must be a whole number from 1 to 100 (got {top_k!r})", field="top_k")
-    if not -1.0 <= float(min_cosine) <= 1.0:
-        raise ValidationError(f"min_cosine must lie in [-1, 1] (got {min_cosine!r})", field="min_cosine")
+def check_args(sample: int = 1, top_k: int = 1, min_cosine: float = 0.0, max_self_retrieval_drop: float = 0.0) -> None:
+    """Refuse an argument of :func:`probe` or :func:`run` out of range, before anything is read or embedded (an
+    argument not given is not checked).
 
-
-def _vector(point: Any) -> np.ndarray:
-    v = point.vector
-    if isinstance(v, dict):  # a named vector: the collection has one (vector_params refuses several)
-        v = next(iter(v.values()))
-    return np.asarray(v, dtype=float)
+    Raises:
+        ValidationError: the argument named, with its range.
+    """
+    whole_number(sample, "sample", low=1, unit="points")
+    whole_number(top_k, "top_k", low=1, high=100)
+    number_in(min_cosine, "min_cosine", -1, 1)
+    number_in(max_self_retrieval_drop, "max_self_retrieval_drop", 0, 1)
 
 
 def in_sample_ranks(queries: np.ndarray, candidates: np.ndarray) -> list[int]:
@@ -177,10 +171,6 @@ def in_sample_ranks(queries: np.ndarray, candidates: np.ndarray) -> list[int]:
     scores = q @ c.T
     own = np.diag(scores)
     return [int(x) + 1 for x in (scores > own[:, None]).sum(axis=1)]
-
-
-#: Row-wise cosines (the one rule: :func:`retrieval_lib.collection.ours.row_cosines`).
-cosines = row_cosines
 
 
 @dataclass
@@ -322,21 +312,20 @@ def probe(store: ReadableStore, collection: str, embedder: Embedder, *, sample: 
             ``model_version`` does not match the embedder (the checks that come before this one).
         VectorStoreError, EmbeddingError: a dependency failed.
     """
-    _check_args(sample, top_k, min_cosine)
+    check_args(sample, top_k, min_cosine)
     try:
         found = ensure_compatible(store, collection, embedder)
     except ModelMismatchError as err:
         raise _reduced_dimension(err, embedder) from None
     points = sample_points(store, collection, sample=sample, seed=seed)
-    limit: int | None = getattr(embedder, "max_tokens", None)
     result = ProbeResult(collection, embedder.provider, embedder.model, embedder.dimension,
                          store.count(collection), found, seed, top_k, float(min_cosine),
-                         int(limit) if limit else None, plan_cost(embedder, len(points)),
+                         embedder.max_tokens, plan_cost(embedder, len(points)),
                          input_types=input_types_of(embedder))
     if not points:
         return result
     payloads = [dict(p.payload or {}) for p in points]
-    stored = [_vector(p) for p in points]
+    stored = [np.asarray(require_vector(p, "the embedding contract"), dtype=float) for p in points]
     result.stored_norms = [float(np.linalg.norm(v)) for v in stored]
     form = embedded_form(payloads, stored, embedder.embed_documents, ours_first=True,
                          accept=lambda c: min(c) >= float(min_cosine))
@@ -354,7 +343,7 @@ def probe(store: ReadableStore, collection: str, embedder: Embedder, *, sample: 
         result.rows.append(ProbeRow(
             point_id=str(point.id), source_file=str(payload.get("source_file")),
             chunk_id=str(payload.get("chunk_id") or point.id), cosine=c, tokens=tokens,
-            over_limit=limit is not None and tokens > limit,
+            over_limit=tokens > embedder.max_tokens,
             hash_ok=None if not digest else hashlib.sha256(content.encode("utf-8")).hexdigest() == digest,
             query=query, chunk_rank=ids.index(str(point.id)) + 1 if str(point.id) in ids else None,
             file_hit=any((h.payload or {}).get("source_file") == payload.get("source_file") for h in found_points),
@@ -374,7 +363,7 @@ def _embed_under_every_type(embedder: Embedder, result: ProbeResult, low: list[i
     for i in low:
         result.rows[i].type_cosines[types[0]] = result.rows[i].cosine
     for kind in types[1:]:
-        for i, c in zip(low, cosines(embed_as(embedder, texts, kind), stored)):
+        for i, c in zip(low, row_cosines(embed_as(embedder, texts, kind), stored)):
             result.rows[i].type_cosines[kind] = c
     if len(types) > 1:
         for i in low:
@@ -399,29 +388,12 @@ def _reduced_dimension(err: ModelMismatchError, embedder: Embedder) -> ModelMism
                               configured_model=err.configured_model)
 
 
-def _check_drop(max_self_retrieval_drop: float) -> None:
-    if isinstance(max_self_retrieval_drop, bool) or not isinstance(max_self_retrieval_drop, (int, float)) \
-            or not 0.0 <= max_self_retrieval_drop <= 1.0:
-        raise ValidationError("max_self_retrieval_drop must lie in [0, 1] "
-                              f"(got {max_self_retrieval_drop!r})", field="max_self_retrieval_drop")
-
-
 def cost_line(ctx: NotebookRun, contract_sample: int) -> str:
     """What :func:`run` will cost the embedding service (:func:`plan_cost`), said before it runs; or why it will not
     run (only a team's retriever configured)."""
     if reason := ctx.collection_absent():
         return f"nothing embedded: {reason}"
     return plan_cost(ctx.collection_retriever.embedder, contract_sample).line()
-
-
-def check_args(contract_sample: int, top_k: int, contract_min_cosine: float, max_self_retrieval_drop: float) -> None:
-    """Refuse a parameter of :func:`run` out of range, before anything is read or embedded.
-
-    Raises:
-        ValidationError: the parameter named, with its range.
-    """
-    _check_args(contract_sample, top_k, contract_min_cosine)
-    _check_drop(max_self_retrieval_drop)
 
 
 def run(ctx: NotebookRun, *, contract_sample: int, contract_seed: int, top_k: int, contract_min_cosine: float,
@@ -477,77 +449,71 @@ class EmbeddingContract:
                 "diagnosis": None if r.diagnosis is None else r.diagnosis.__dict__}
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        """The gates, findings and metrics (:func:`_record`), the two figures and the sampled points' table."""
-        report.figure(cosine_figure(self.probe), "cosines", show=show)
-        report.figure(self_retrieval_figure(self.probe), "self_retrieval", show=show)
-        report.table(rows_frame(self.probe, decimals=3), "sampled_points")
-        _record(report, self.probe, max_self_retrieval_drop=self.max_self_retrieval_drop)
+        """The two figures, the sampled points' table, then the gates, findings and metrics.
 
+        Gates: the lowest cosine >= ``min_cosine`` (hint: the diagnosis); the sampled chunks' self-retrieval with
+        their stored vectors is at most ``max_self_retrieval_drop`` below the same with fresh re-embeddings of their
+        texts (not applicable when the sample is no larger than k). The raw self-retrieval share in the whole
+        collection is a finding and a metric with its Wilson interval, not a gate: it is a property of the book.
 
-def _record(report: NotebookReport, result: ProbeResult, *, max_self_retrieval_drop: float) -> None:
-    """Record notebook 09's gates, findings and metrics.
-
-    Gates: the lowest cosine >= ``result.min_cosine`` (hint: the diagnosis); the sampled chunks' self-retrieval
-    with their stored vectors is at most ``max_self_retrieval_drop`` below the same with fresh re-embeddings of their
-    texts (not applicable when the sample is no larger than k). The raw self-retrieval share in the whole
-    collection is a finding and a metric with its Wilson interval, not a gate: it is a property of the book.
-
-    Raises:
-        ValidationError: ``max_self_retrieval_drop`` outside [0, 1].
-    """
-    _check_drop(max_self_retrieval_drop)
-    r, d = result, result.diagnosis
-    CONTRACT_COSINE.record(
-        report, r.passed, value=round(r.lowest_cosine, 4), threshold=r.min_cosine, rule=">=", unit="cosine",
-        hint=d.hint if d else "no sampled point could be read: is the collection empty?",
-        detail=f"lowest cosine {r.lowest_cosine:.3f}, median {r.median_cosine:.3f} over {r.sample} points of "
-               f"{r.files} files" + (f"; diagnosis: {d.cause}" if d else "")
-               + (f" ({d.mistake})" if d and d.mistake else ""))
-    if not r.sample_judged:
-        CONTRACT_SELF_RETRIEVAL.not_applicable(report, f"{r.sample} sampled chunks, no more than the top {r.top_k}: "
-                                                       "every chunk is in every top k of the sample")
-    else:
-        stored, fresh = r.hits("stored_share"), r.hits("fresh_share")
-        CONTRACT_SELF_RETRIEVAL.record(
-            report, r.self_retrieval_drop <= max_self_retrieval_drop, value=round(r.self_retrieval_drop, 4),
-            threshold=max_self_retrieval_drop, rule="<=", unit="share",
-            hint="the stored vectors do not meet the queries the configured embedder makes: another model, "
-                 "input type or text built them (see the cosine gate and its diagnosis)",
-            detail=f"{stored}/{r.sample} first sentences rank their chunk's stored vector in the top "
-                   f"{r.top_k} of the sample, {fresh}/{r.sample} its fresh re-embedding")
-    report.finding(f"dimension {r.dimension} and model_version {', '.join(r.models_found) or '(none)'} match the "
-                   f"embedder ({r.provider} / {r.model}); the vectors themselves: median cosine {r.median_cosine:.3f}, "
-                   f"lowest {r.lowest_cosine:.3f} (gate {r.min_cosine:g})")
-    if d:
-        report.finding(f"diagnosis: {d.cause}" + (f" ({d.mistake})" if d.mistake else "") + ". "
-                       + " ".join(d.evidence))
-    if r.unnormalised:
-        norms = r.stored_norms
-        report.finding(f"the stored vectors are not unit length (|v| from {min(norms):.3f} to {max(norms):.3f}, "
-                       "e.g. a reduced Gemini dimension): cosine scores are unaffected, but a Dot-distance collection "
-                       "ranks by length as well as direction")
-    (f_lo, f_hi), (c_lo, c_hi) = r.interval("file_share"), r.interval("chunk_share")
-    report.finding(f"self-retrieval in the whole collection (a property of the book, not gated): "
-                   f"{r.file_share:.0%} of sampled chunks found their file in the top {r.top_k} (95% interval "
-                   f"{f_lo:.0%}-{f_hi:.0%}), {r.chunk_share:.0%} themselves ({c_lo:.0%}-{c_hi:.0%}); generic first "
-                   "sentences (\"In this chapter we will ...\") find other files")
-    if r.token_limit and r.over_limit:
-        report.finding(f"{r.over_limit}/{r.sample} sampled chunks (title line included) are longer than the "
-                       f"{r.token_limit} tokens the model reads: their tails are not in their vectors")
-    for name, value, unit in (("contract_sample", r.sample, "points"), ("contract_points", r.points, "points"),
-                              ("contract_median_cosine", r.median_cosine, "cosine"),
-                              ("contract_min_cosine", r.lowest_cosine, "cosine"),
-                              ("self_retrieval_chunk_share", r.chunk_share, "share"),
-                              ("self_retrieval_file_share", r.file_share, "share"),
-                              ("self_retrieval_file_share_low", r.interval("file_share")[0], "share"),
-                              ("self_retrieval_file_share_high", r.interval("file_share")[1], "share"),
-                              ("self_retrieval_stored_share", r.stored_share, "share"),
-                              ("self_retrieval_fresh_share", r.fresh_share, "share"),
-                              ("self_retrieval_drop", r.self_retrieval_drop, "share"),
-                              ("chunks_over_token_limit", r.over_limit, "chunks"),
-                              ("probe_embed_texts", r.cost.texts, "texts")):
-        report.metric(name, value, unit)
-    report.metric("contract_diagnosis", d.cause if d else "sound")
+        Raises:
+            ValidationError: ``max_self_retrieval_drop`` outside [0, 1].
+        """
+        r, d, max_drop = self.probe, self.probe.diagnosis, self.max_self_retrieval_drop
+        report.figure(cosine_figure(r), "cosines", show=show)
+        report.figure(self_retrieval_figure(r), "self_retrieval", show=show)
+        report.table(rows_frame(r, decimals=3), "sampled_points")
+        check_args(max_self_retrieval_drop=max_drop)
+        CONTRACT_COSINE.record(
+            report, r.passed, value=round(r.lowest_cosine, 4), threshold=r.min_cosine, rule=">=", unit="cosine",
+            hint=d.hint if d else "no sampled point could be read: is the collection empty?",
+            detail=f"lowest cosine {r.lowest_cosine:.3f}, median {r.median_cosine:.3f} over {r.sample} points of "
+                   f"{r.files} files" + (f"; diagnosis: {d.cause}" if d else "")
+                   + (f" ({d.mistake})" if d and d.mistake else ""))
+        if not r.sample_judged:
+            CONTRACT_SELF_RETRIEVAL.not_applicable(report, f"{r.sample} sampled chunks, no more than the top "
+                                                           f"{r.top_k}: every chunk is in every top k of the sample")
+        else:
+            stored, fresh = r.hits("stored_share"), r.hits("fresh_share")
+            CONTRACT_SELF_RETRIEVAL.record(
+                report, r.self_retrieval_drop <= max_drop, value=round(r.self_retrieval_drop, 4), threshold=max_drop,
+                rule="<=", unit="share",
+                hint="the stored vectors do not meet the queries the configured embedder makes: another model, "
+                     "input type or text built them (see the cosine gate and its diagnosis)",
+                detail=f"{stored}/{r.sample} first sentences rank their chunk's stored vector in the top "
+                       f"{r.top_k} of the sample, {fresh}/{r.sample} its fresh re-embedding")
+        report.finding(f"dimension {r.dimension} and model_version {', '.join(r.models_found) or '(none)'} match the "
+                       f"embedder ({r.provider} / {r.model}); the vectors themselves: median cosine "
+                       f"{r.median_cosine:.3f}, lowest {r.lowest_cosine:.3f} (gate {r.min_cosine:g})")
+        if d:
+            report.finding(f"diagnosis: {d.cause}" + (f" ({d.mistake})" if d.mistake else "") + ". "
+                           + " ".join(d.evidence))
+        if r.unnormalised:
+            report.finding(f"the stored vectors are not unit length (|v| from {min(r.stored_norms):.3f} to "
+                           f"{max(r.stored_norms):.3f}, e.g. a reduced Gemini dimension): cosine scores are "
+                           "unaffected, but a Dot-distance collection ranks by length as well as direction")
+        (f_lo, f_hi), (c_lo, c_hi) = r.interval("file_share"), r.interval("chunk_share")
+        report.finding(f"self-retrieval in the whole collection (a property of the book, not gated): "
+                       f"{r.file_share:.0%} of sampled chunks found their file in the top {r.top_k} (95% interval "
+                       f"{f_lo:.0%}-{f_hi:.0%}), {r.chunk_share:.0%} themselves ({c_lo:.0%}-{c_hi:.0%}); generic "
+                       "first sentences (\"In this chapter we will ...\") find other files")
+        if r.token_limit and r.over_limit:
+            report.finding(f"{r.over_limit}/{r.sample} sampled chunks (title line included) are longer than the "
+                           f"{r.token_limit} tokens the model reads: their tails are not in their vectors")
+        for name, value, unit in (("contract_sample", r.sample, "points"), ("contract_points", r.points, "points"),
+                                  ("contract_median_cosine", r.median_cosine, "cosine"),
+                                  ("contract_min_cosine", r.lowest_cosine, "cosine"),
+                                  ("self_retrieval_chunk_share", r.chunk_share, "share"),
+                                  ("self_retrieval_file_share", r.file_share, "share"),
+                                  ("self_retrieval_file_share_low", f_lo, "share"),
+                                  ("self_retrieval_file_share_high", f_hi, "share"),
+                                  ("self_retrieval_stored_share", r.stored_share, "share"),
+                                  ("self_retrieval_fresh_share", r.fresh_share, "share"),
+                                  ("self_retrieval_drop", r.self_retrieval_drop, "share"),
+                                  ("chunks_over_token_limit", r.over_limit, "chunks"),
+                                  ("probe_embed_texts", r.cost.texts, "texts"),
+                                  ("contract_diagnosis", d.cause if d else "sound", "")):
+            report.metric(name, value, unit)
 
 
 def rows_frame(result: ProbeResult, *, decimals: int = 3):

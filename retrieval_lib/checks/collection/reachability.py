@@ -35,31 +35,32 @@ from a seeded simple random sample of ``sample_size`` chunks:
 top ``coverage_top_k``): a chunk that is an anti-hub *and* in no question's answer is one retrieval never shows.
 
 :func:`run` is the check (notebook 10 and ``check reachability``): the pass, the questions and the off-topic files
-(:mod:`._offtopic` judges whole files by their centroids); its :class:`Reachability` records the gates, figures and
-tables (:mod:`._reach_report`).
+(:mod:`._offtopic` judges whole files by their centroids); its :class:`~._reach_report.Reachability` records the
+gates, figures and tables.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_lib.checks.collection import _reach_report
-from retrieval_lib.checks.collection._offtopic import OffTopicStudy, measure_offtopic, offtopic_frame
-from retrieval_lib.checks.collection._reach_report import gini
+from retrieval_lib.checks.collection._offtopic import OffTopicStudy, measure_offtopic
+from retrieval_lib.checks.collection._reach_report import Reachability, gini, query_reach
 from retrieval_lib.checks.gates import REACH_ANTIHUBS, REACH_HUBS, REACH_OFFTOPIC
-from retrieval_lib.checks.intervals import wilson
+from retrieval_lib.checks.statistics import wilson
 from retrieval_lib.collection.boilerplate import stock_page
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.stores import ReadableStore
+from retrieval_lib.stores.base import require_vector
 from retrieval_lib.stores.scan import page_size
+from retrieval_lib.validation import whole_number
 from retrieval_lib.workbook.check import NotApplicable
 
 if TYPE_CHECKING:
-    from retrieval_lib.workbook.report import NotebookReport, NotebookRun
+    from retrieval_lib.workbook.report import NotebookRun
 
 __all__ = ["run", "Reachability", "ReachStudy", "ChunkTable", "AntiHubEstimate", "measure", "read_chunks",
            "neighbour_lists", "measure_offtopic", "OffTopicStudy", "MAX_FULL", "SAMPLE_SIZE", "REVERSE_DEPTH"]
@@ -94,16 +95,6 @@ class ChunkTable:
         return len(self.ids)
 
 
-def _vector(point: Any) -> list[float]:
-    vector = point.vector
-    if isinstance(vector, dict):  # a named vector: the collection's only one
-        vector = next(iter(vector.values()), None)
-    if vector is None:
-        raise ValidationError(f"point {point.id} carries no vector: reachability needs every stored vector",
-                              field="vectors")
-    return list(vector)
-
-
 def read_chunks(store: ReadableStore, collection: str, *, preview_chars: int = 160) -> ChunkTable:
     """One pass over every point with its vector and :data:`SCAN_FIELDS`, in large pages
     (:func:`~retrieval_lib.stores.scan.page_size`).
@@ -122,7 +113,7 @@ def read_chunks(store: ReadableStore, collection: str, *, preview_chars: int = 1
         text = " ".join(str(payload.get("content") or "").split())
         previews.append(text[:preview_chars] + ("…" if len(text) > preview_chars else ""))
         stock.append(stock_page(titles[-1], text))
-        vectors.append(_vector(point))
+        vectors.append(require_vector(point, "reachability"))
     matrix = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
     return ChunkTable(ids, files, sections, titles, previews, matrix, stock)
 
@@ -236,12 +227,6 @@ class ReachStudy:
         return len(self.query_rows) < self.points
 
 
-def _check(name: str, value: Any, low: int) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)) or value < low:
-        raise ValidationError(f"{name} must be a whole number >= {low} (got {value!r})", field=name)
-    return int(value)
-
-
 def _reverse_check(store: ReadableStore, collection: str, table: ChunkTable, rows: np.ndarray, wide: np.ndarray, *,
                    top_k: int, depth: int, batch_size: int, progress: bool) -> tuple[list[int], int]:
     """Sampled chunks in the top ``k`` of none of their ``depth`` nearest neighbours; and the queries it took."""
@@ -284,14 +269,15 @@ def measure(store: ReadableStore, collection: str, *, top_k: int, max_full: int 
     """
     from scipy import stats
 
-    top_k, max_full = _check("top_k", top_k, 1), _check("max_full", max_full, 1)
-    batch_size, reverse_depth = _check("batch_size", batch_size, 1), _check("reverse_depth", reverse_depth, 1)
+    top_k, max_full = whole_number(top_k, "top_k", low=1), whole_number(max_full, "max_full", low=1)
+    batch_size = whole_number(batch_size, "batch_size", low=1)
+    reverse_depth = whole_number(reverse_depth, "reverse_depth", low=1)
     table = table if table is not None else read_chunks(store, collection)
     n_points = len(table)
     if n_points <= top_k:
         raise ValidationError(f"collection {collection!r} holds {n_points} points: reachability needs more than "
                               f"top_k = {top_k}; lower --top-k or ingest more documents", field="top_k")
-    sample_size = _check("sample_size", sample_size, 2)
+    sample_size = whole_number(sample_size, "sample_size", low=2)
     wanted = n_points if n_points <= max_full else sample_size
     if wanted >= n_points:  # every chunk: exact
         rows = np.arange(n_points)
@@ -356,56 +342,8 @@ def run(ctx: NotebookRun, *, golden_set: str | None, coverage_top_k: int, headin
     if questions:
         asked = measure_questions(ctx.retriever, top_k=coverage_top_k, headings_per_file=headings_per_file,
                                   golden=load_golden_set(golden_set))
-        reach = _reach_report.query_reach(study, asked)
+        reach = query_reach(study, asked)
     off = measure_offtopic(study.table.files, study.table.titles, study.table.vectors, max_z=offtopic_max_z,
                            stock=study.table.stock)
     return Reachability(study, off, reach, max_antihub_share=max_antihub_share, max_nk_skewness=max_nk_skewness,
                         max_offtopic_files=max_offtopic_files)
-
-
-@dataclass
-class Reachability:
-    """Notebook 10's result: the reachability pass, the off-topic files, the questions' reach (None when not
-    asked), and the bars."""
-
-    study: ReachStudy
-    offtopic: OffTopicStudy
-    reach: _reach_report.QueryReach | None
-    max_antihub_share: float
-    max_nk_skewness: float
-    max_offtopic_files: int
-
-    def __str__(self) -> str:
-        s, reach = self.study, self.reach
-        lines = [f"{s.points} chunks; {len(s.query_rows)} used as queries "
-                 f"({'a seeded sample' if s.sampled else 'every chunk'}), top {s.top_k} each; "
-                 f"{s.queries_run} store queries",
-                 f"anti-hub share {s.antihub.text()}; N_k skewness {s.skewness:.3f}, Gini {s.gini:.3f}, "
-                 f"max N_k {s.occurrence.max():.0f}",
-                 f"{len(s.hub_rows)} hubs: {s.hub_rule}"]
-        if reach is not None:
-            lines.append(f"{reach.queries} questions {reach.origins}: {int(reach.reached.sum())} of {s.points} "
-                         f"chunks in some top {reach.top_k} ({reach.share:.1%})")
-        lines += [self.offtopic.rule, f"off-topic candidates: {_reach_report.offtopic_text(self.offtopic)}"]
-        return "\n".join(lines)
-
-    def tables(self) -> dict[str, Any]:
-        """The anti-hubs, the hubs, the anti-hubs no question reaches (when asked), every file's distance to the
-        rest (farthest first) and ``N_k`` per file."""
-        s, reach = self.study, self.reach
-        out = {"antihubs": _reach_report.antihub_frame(s), "hubs": _reach_report.hub_frame(s)}
-        if reach is not None:
-            out["antihubs_unreached_by_questions"] = _reach_report.unreached_frame(s, reach)
-        out["file_distances"] = offtopic_frame(self.offtopic)
-        out["per_file"] = _reach_report.file_frame(s, self.offtopic, reach)
-        return out
-
-    def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        """The ``N_k`` histogram, the tables, the per-file figure, then the gates, findings and metrics."""
-        s = self.study
-        report.figure(_reach_report.occurrence_figure(s), "occurrence_histogram", show=show)
-        for name, frame in self.tables().items():
-            report.table(frame, name)
-        report.figure(_reach_report.file_figure(s, self.offtopic), "per_file", show=show)
-        _reach_report.record(report, s, self.offtopic, self.reach, max_antihub_share=self.max_antihub_share,
-                             max_nk_skewness=self.max_nk_skewness, max_offtopic_files=self.max_offtopic_files)

@@ -2,7 +2,8 @@
 
 ============================= ======================================================================================
 ``compare`` (14)              did retrieval get worse than a baseline run, by more than noise (paired tests per
-                              query); ``_stats``: the statistics, ``_views``: its tables, figure and record
+                              query, from :mod:`retrieval_lib.checks.statistics`); ``_views``: its tables, figure
+                              and record
 ============================= ======================================================================================
 
 Each module is named like its notebook and has the one entry every check has, ``run(ctx, **params)``

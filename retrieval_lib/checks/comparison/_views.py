@@ -1,5 +1,5 @@
 """What a person reads of a comparison (notebook 14): findings, tables, rankings side by side, the per-query delta
-plot. :mod:`retrieval_lib.checks.comparison.compare` measures; its results record through these."""
+plot. :mod:`retrieval_lib.checks.comparison.compare` measures; its results record through :func:`record`."""
 
 from __future__ import annotations
 
@@ -13,8 +13,7 @@ if TYPE_CHECKING:
     from retrieval_lib.checks.comparison.compare import Comparison, MetricDelta
     from retrieval_lib.workbook.report import NotebookReport
 
-__all__ = ["record_findings", "metrics_frame", "changed_queries_frame", "side_by_side", "worse_rankings",
-           "delta_figure", "sufficiency", "header", "text_report", "record", "record_nothing"]
+__all__ = ["header", "tables", "worse_rankings", "text_report", "record"]
 
 
 def header(cmp: Comparison) -> str:
@@ -28,13 +27,16 @@ def header(cmp: Comparison) -> str:
     return line
 
 
-def sufficiency(m: MetricDelta, min_effect: float) -> str:
-    """The label-sufficiency statement of one metric (see
-    :func:`~retrieval_lib.checks.comparison._stats.sufficiency_sentence`)."""
-    from retrieval_lib.checks.comparison._stats import sufficiency_sentence
-
-    return f"{m.notebook}: " + sufficiency_sentence(m.n, m.kinds.replace("+", "/"), m.metric, m.detectable,
-                                                    m.basis, min_effect=min_effect, needed=m.needed)
+def _sufficiencies(cmp: Comparison) -> list[str]:
+    """The label-sufficiency statement of each notebook's first metric, said plainly."""
+    out = []
+    for m in cmp.headline:
+        said = (f"label sufficiency, {m.notebook}: with {m.n} {m.kinds.replace('+', '/')} queries, a change in "
+                f"{m.metric} smaller than {m.detectable:.3f} cannot be told from noise (80% power, alpha 0.05; "
+                f"per-query spread {m.basis})")
+        out.append(said + (f"; the min-effect {cmp.min_effect:g} is detectable" if m.detectable <= cmp.min_effect
+                           else f"; detecting a change of {cmp.min_effect:g} needs about {m.needed} judged queries"))
+    return out
 
 
 def _metric_line(m: MetricDelta) -> str:
@@ -43,15 +45,12 @@ def _metric_line(m: MetricDelta) -> str:
             + (" REGRESSION" if m.regression else ""))
 
 
-def record_findings(report: NotebookReport, cmp: Comparison) -> None:
+def _record_findings(report: NotebookReport, cmp: Comparison) -> None:
     """Findings and metrics of a comparison (the gate is :func:`record`'s)."""
     report.finding(f"compared with {cmp.baseline.name}: " + header(cmp))
     report.finding(cmp.verdict())
-    for m in cmp.metrics:
-        report.finding(_metric_line(m))
-    for m in cmp.metrics:
-        if m.metric == cmp.metrics[0].metric:
-            report.finding("label sufficiency, " + sufficiency(m, cmp.min_effect))
+    for line in [_metric_line(m) for m in cmp.metrics] + _sufficiencies(cmp):
+        report.finding(line)
     q = cmp.queries
     if q:
         top1, files = sum(x.top1_changed for x in q), sum(x.top1_file_changed for x in q)
@@ -76,28 +75,21 @@ def record_findings(report: NotebookReport, cmp: Comparison) -> None:
         report.metric(f"delta {m.notebook[:2]} {m.metric}", m.delta)
 
 
-def metrics_frame(cmp: Comparison | None, *, decimals: int = 3):
-    """One row per (notebook, metric): n, baseline, candidate, delta, its 95% interval, p, smallest detectable."""
+def tables(cmp: Comparison | None, *, decimals: int = 3) -> dict[str, Any]:
+    """``metrics``: one row per (notebook, metric): n, baseline, candidate, delta, its 95% interval, p, smallest
+    detectable; ``changed_queries``: the shared queries whose ranking or metrics changed (per-metric deltas, RBO,
+    Jaccard, top-1 changed). Both empty without a comparison."""
     import pandas as pd
 
     if cmp is None:
-        return pd.DataFrame()
-
-    rows = [{"notebook": m.notebook, "metric": m.metric, "judged queries": m.n, "baseline": m.baseline,
-             "candidate": m.candidate, "delta": m.delta, "ci95 low": m.low, "ci95 high": m.high,
-             "p": float(f"{m.p_value:.3g}"), "detectable at 80% power": m.detectable,
-             "verdict": "REGRESSION" if m.regression else "worse" if m.delta < 0 else "better" if m.delta > 0
-             else "same"} for m in cmp.metrics]
-    return pd.DataFrame(rows).round(decimals)
-
-
-def changed_queries_frame(cmp: Comparison | None, *, decimals: int = 3):
-    """The shared queries whose ranking or metrics changed: per-metric deltas, RBO, Jaccard, top-1 changed."""
-    import pandas as pd
-
-    if cmp is None:
-        return pd.DataFrame()
-
+        return {"metrics": pd.DataFrame(), "changed_queries": pd.DataFrame()}
+    rows: list[dict[str, Any]] = [
+        {"notebook": m.notebook, "metric": m.metric, "judged queries": m.n, "baseline": m.baseline,
+         "candidate": m.candidate, "delta": m.delta, "ci95 low": m.low, "ci95 high": m.high,
+         "p": float(f"{m.p_value:.3g}"), "detectable at 80% power": m.detectable,
+         "verdict": "REGRESSION" if m.regression else "worse" if m.delta < 0 else "better" if m.delta > 0
+         else "same"} for m in cmp.metrics]
+    metrics = pd.DataFrame(rows).round(decimals)
     deltas: dict[tuple[str, str], dict[str, float]] = {}
     for m in cmp.metrics:
         for q, (b, c) in m.per_query.items():
@@ -111,10 +103,10 @@ def changed_queries_frame(cmp: Comparison | None, *, decimals: int = 3):
                          "top-1 file changed": x.top1_file_changed})
     columns = ["notebook", "query", "kind", *sorted({k for v in deltas.values() for k in v}), "rbo", "jaccard",
                "top-1 changed", "top-1 file changed"]
-    return pd.DataFrame(rows, columns=columns).round(decimals)
+    return {"metrics": metrics, "changed_queries": pd.DataFrame(rows, columns=columns).round(decimals)}
 
 
-def side_by_side(cmp: Comparison, notebook: str, qid: str, *, decimals: int = 3):
+def _side_by_side(cmp: Comparison, notebook: str, qid: str, *, decimals: int = 3):
     """One query's baseline and candidate rankings in adjacent columns (source file and score per rank)."""
     import pandas as pd
 
@@ -131,26 +123,21 @@ def side_by_side(cmp: Comparison, notebook: str, qid: str, *, decimals: int = 3)
                                        "candidate score", "same chunk"])
 
 
-def worse_rankings(cmp: Comparison | None, *, limit: int = 3) -> dict[str, Any]:
+def worse_rankings(cmp: Comparison) -> dict[str, Any]:
     """For the queries that lost most on each notebook's first metric: their rankings side by side, by title."""
     out: dict[str, Any] = {}
-    if cmp is None:
-        return out
-    for m in cmp.metrics:
-        if m.metric != cmp.metrics[0].metric:
-            continue
-        for q, d in m.worst(limit):
-            out[f"{m.notebook} {cmp.text(m.notebook, q)!r} ({m.metric} {d:+.3f})"] = side_by_side(cmp, m.notebook, q)
+    for m in cmp.headline:
+        for q, d in m.worst():
+            out[f"{m.notebook} {cmp.text(m.notebook, q)!r} ({m.metric} {d:+.3f})"] = _side_by_side(cmp, m.notebook, q)
     return out
 
 
 @plain_figure
-def delta_figure(cmp: Comparison | None, metric: str | None = None):
-    """Per-query deltas of one metric (default: the first) per notebook, with the mean and its 95% interval."""
+def _delta_figure(cmp: Comparison | None):
+    """Per-query deltas of the first metric per notebook, with the mean and its 95% interval."""
     import matplotlib.pyplot as plt
 
-    metrics = cmp.metrics if cmp else []
-    chosen = [m for m in metrics if m.metric == (metric or metrics[0].metric)]
+    chosen = cmp.headline if cmp else []
     fig, axes = plt.subplots(1, max(1, len(chosen)), figsize=(6.5 * max(1, len(chosen)), 0.3 * max(
         [len(m.per_query) for m in chosen] or [4]) + 1.8), squeeze=False)
     for ax, m in zip(axes[0], chosen):
@@ -176,9 +163,7 @@ def delta_figure(cmp: Comparison | None, metric: str | None = None):
 def text_report(cmp: Comparison) -> str:
     """The comparison as plain text: what the command prints without ``--json``."""
     lines = [header(cmp), cmp.verdict(), ""]
-    lines += [_metric_line(m) for m in cmp.metrics]
-    lines += [""] + ["label sufficiency, " + sufficiency(m, cmp.min_effect) for m in cmp.metrics
-                     if m.metric == cmp.metrics[0].metric]
+    lines += [_metric_line(m) for m in cmp.metrics] + [""] + _sufficiencies(cmp)
     for title, frame in worse_rankings(cmp).items():
         lines += ["", f"worse: {title}", frame.to_string(index=False)]
     if cmp.queries:
@@ -191,21 +176,22 @@ def text_report(cmp: Comparison) -> str:
     return "\n".join(lines)
 
 
-def record(report: NotebookReport, comparison: Comparison) -> None:
-    """Record notebook 14's gate (no significant regression), findings and metrics."""
-    cmp = comparison
-    worst = [f"{cmp.text(m.notebook, q)!r}" for m in cmp.regressions for q, _ in m.worst()]
-    COMPARE_REGRESSION.record(
-        report, not cmp.regressions, value=len(cmp.regressions), threshold=0, rule="==", unit="metrics",
-        hint=(f"retrieval got worse than {cmp.baseline.name} on {', '.join(dict.fromkeys(worst))}: read "
-              "their rankings side by side in the changed-queries table; if the change is intended, make "
-              "this run the new baseline"),
-        detail=cmp.verdict())
-    record_findings(report, cmp)
-
-
-def record_nothing(report: NotebookReport, reason: str) -> None:
-    """Record that there was nothing to compare with (not an error): one finding, no gate."""
-    report.finding(f"nothing to compare with: {reason}")
-    report.metric("baseline_run", None)
-
+def record(report: NotebookReport, cmp: Comparison | None, *, reason: str = "", show: bool = True) -> None:
+    """Record notebook 14's gate (no significant regression), findings, metrics, tables and figure; without a
+    comparison, that there was nothing to compare with and why (``reason``; not an error): one finding, no gate."""
+    if cmp is None:
+        report.finding(f"nothing to compare with: {reason}")
+        report.metric("baseline_run", None)
+    else:
+        worst = [f"{cmp.text(m.notebook, q)!r}" for m in cmp.regressions for q, _ in m.worst()]
+        COMPARE_REGRESSION.record(
+            report, not cmp.regressions, value=len(cmp.regressions), threshold=0, rule="==", unit="metrics",
+            hint=(f"retrieval got worse than {cmp.baseline.name} on {', '.join(dict.fromkeys(worst))}: read "
+                  "their rankings side by side in the changed-queries table; if the change is intended, make "
+                  "this run the new baseline"),
+            detail=cmp.verdict())
+        _record_findings(report, cmp)
+    frames = tables(cmp)
+    report.table(frames["metrics"], "metrics")
+    report.figure(_delta_figure(cmp), "per_query_deltas", show=show)
+    report.table(frames["changed_queries"], "changed_queries")

@@ -27,14 +27,14 @@ figure. It reads run folders, never the collection.
 from __future__ import annotations
 
 import json
-import math
 import os
-from collections.abc import Sequence
+import statistics
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-import retrieval_lib.checks.comparison._stats as st
+import retrieval_lib.checks.statistics as st
 from retrieval_lib.checks.comparison import _views as views
 from retrieval_lib.checks.gates import COMPARE_REGRESSION
 from retrieval_lib.checks.stability.consistency import jaccard, rbo
@@ -46,8 +46,7 @@ from retrieval_lib.workbook.runfiles import RUNS_FOLDER, RunFile, read_runs
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "Compared", "NothingToCompare", "DEFAULT_METRICS", "RunInfo", "RunGate", "MetricDelta",
-           "QueryChange", "GateChange", "Comparison", "load_run", "find_baseline", "compare_runs", "SELF"]
+__all__ = ["run", "Compared", "NothingToCompare", "DEFAULT_METRICS", "Comparison", "compare_runs", "find_baseline"]
 
 #: The gates this check records.
 GATES = (COMPARE_REGRESSION,)
@@ -55,6 +54,8 @@ GATES = (COMPARE_REGRESSION,)
 DEFAULT_METRICS = ("ndcg@5", "mrr", "hit_rate@5")
 #: This check's own notebook: its gates are never compared.
 SELF = notebook_spec("compare").stem
+#: The per-query standard deviation assumed when nothing varies yet: the largest a metric in [0, 1] can have.
+_FALLBACK_SD = 0.5
 
 
 @dataclass(frozen=True)
@@ -75,8 +76,6 @@ class RunInfo:
     """A run folder as a comparison reads it: its run files and its gates (notebook 14's own excepted)."""
 
     path: Path
-    profile: str | None
-    status: str | None
     runs: dict[str, RunFile]
     gates: list[RunGate]
 
@@ -85,43 +84,33 @@ class RunInfo:
         return self.path.name
 
 
-def _resolve(path: str | os.PathLike[str]) -> Path:
-    p = Path(path)
-    for option in (p, PROJECT_ROOT / p, PROJECT_ROOT / "outputs" / p):
-        if option.is_dir():
-            return option
-    raise ConfigurationError(f"no run folder {str(path)!r} (looked as given, under the project and under outputs/); "
-                             "pass a run folder such as outputs/<timestamp>-demo", path=str(path))
-
-
 def load_run(path: str | os.PathLike[str]) -> RunInfo:
     """Read a run folder (or a committed baseline folder holding ``runs/`` and ``metrics/``).
 
     Raises:
         ConfigurationError: no such folder, or an unreadable run file.
     """
-    folder = _resolve(path)
-    summary: dict[str, Any] = {}
-    if (folder / "summary.json").is_file():
-        summary = json.loads((folder / "summary.json").read_text(encoding="utf-8"))
+    folder = next((f for f in (Path(path), PROJECT_ROOT / path, PROJECT_ROOT / "outputs" / path) if f.is_dir()), None)
+    if folder is None:
+        raise ConfigurationError(f"no run folder {str(path)!r} (looked as given, under the project and under "
+                                 "outputs/); pass a run folder such as outputs/<timestamp>-demo", path=str(path))
     gates: list[RunGate] = []
     for m in sorted((folder / "metrics").glob("*.json")):
         data = json.loads(m.read_text(encoding="utf-8"))
         if data.get("notebook") != SELF:
             gates += [RunGate(data.get("notebook", m.stem), str(g.get("id") or ""), g["name"], g["passed"],
                               g.get("threshold"), g.get("unit") or "") for g in data.get("gates", [])]
-    return RunInfo(path=folder, profile=summary.get("profile"), status=summary.get("status"),
-                   runs=read_runs(folder), gates=gates)
+    return RunInfo(path=folder, runs=read_runs(folder), gates=gates)
 
 
-def find_baseline(candidate: str | os.PathLike[str], *, outputs: str | os.PathLike[str] | None = None) -> Path | None:
+def find_baseline(candidate: str | os.PathLike[str]) -> Path | None:
     """The latest complete run before ``candidate`` with the same profile and run files, or None.
 
-    Looks among the sibling folders of ``candidate`` (or in ``outputs``): names sort by their UTC timestamp.
+    Looks among the sibling folders of ``candidate``: names sort by their UTC timestamp.
     A candidate without ``summary.json`` (an interactive run) matches any profile.
     """
     cand = Path(candidate).resolve()
-    parent = Path(outputs) if outputs else cand.parent
+    parent = cand.parent
     profile = None
     if (cand / "summary.json").is_file():
         profile = json.loads((cand / "summary.json").read_text(encoding="utf-8")).get("profile")
@@ -271,6 +260,11 @@ class Comparison:
     def exit_code(self) -> int:
         return 1 if self.regressions else 0
 
+    @property
+    def headline(self) -> list[MetricDelta]:
+        """Each notebook's first metric: the one the sufficiency statement, the worse rankings and the figure show."""
+        return [m for m in self.metrics if m.metric == self.metrics[0].metric]
+
     def text(self, notebook: str, qid: str) -> str:
         rf = self.candidate.runs.get(notebook) or self.baseline.runs[notebook]
         return rf.text(qid) if qid in rf.queries else self.baseline.runs[notebook].text(qid)
@@ -331,13 +325,33 @@ def _check_comparable(b: RunInfo, c: RunInfo) -> tuple[list[str], list[str]]:
     return common, notes
 
 
+def _page_run(results: Mapping[str, Sequence[Sequence[object]]], level: str | None) -> dict[str, dict[str, float]]:
+    """A ranx run at ``level`` from a run file's ranked ``results``.
+
+    At ``"source_url"`` or ``"source_file"`` a query's documents are its distinct pages (files) in rank order,
+    scored ``n - rank`` so that rank order, not score ties, decides (as the golden notebook's trec_eval run does);
+    at ``"chunk_id"`` or None the chunk ids with their scores.
+    """
+    column = {"source_file": 2, "source_url": 3}.get(level or "")
+    run: dict[str, dict[str, float]] = {}
+    for qid, rows in results.items():
+        if column is None:
+            run[qid] = {}
+            for row in rows:
+                run[qid].setdefault(str(row[0]), float(row[1]))  # type: ignore[arg-type]
+            continue
+        docs = list(dict.fromkeys(str(row[column] or row[0]) for row in rows))
+        run[qid] = {doc: float(len(docs) - rank) for rank, doc in enumerate(docs)}
+    return run
+
+
 def _metric_deltas(nb: str, rb: RunFile, rc: RunFile, metrics: tuple[str, ...], *, alpha: float,
                    min_effect: float, test: str) -> list[MetricDelta]:
     shared = set(rb.queries) & set(rc.queries)
     qrels = {q: d for q, d in rb.qrels.items() if q in shared}
     if not qrels:
         return []
-    run_b, run_c = st.page_run(rb.results, rb.qrels_level), st.page_run(rc.results, rb.qrels_level)
+    run_b, run_c = _page_run(rb.results, rb.qrels_level), _page_run(rc.results, rb.qrels_level)
     per_b, per_c = st.evaluate_per_query(qrels, run_b, metrics), st.evaluate_per_query(qrels, run_c, metrics)
     p_values = st.paired_p_values(qrels, run_b, run_c, metrics, test=test)
     kinds = "+".join(dict.fromkeys(rb.queries[q]["kind"] for q in qrels))
@@ -356,20 +370,13 @@ def _metric_deltas(nb: str, rb: RunFile, rc: RunFile, metrics: tuple[str, ...], 
     return out
 
 
-def _sd(values: list[float]) -> float:
-    if len(values) < 2:
-        return 0.0
-    mean = sum(values) / len(values)
-    return math.sqrt(sum((v - mean) ** 2 for v in values) / (len(values) - 1))
-
-
 def _spread(deltas: list[float], base: list[float]) -> tuple[float, str]:
-    """The per-query standard deviation a power calculation uses, and where it came from."""
-    if (sd := _sd(deltas)) > 0:
+    """The per-query (sample) standard deviation a power calculation uses, and where it came from."""
+    if (sd := statistics.stdev(deltas) if len(deltas) > 1 else 0.0) > 0:
         return sd, f"sd {sd:.3f} of the observed deltas"
-    if (sd := _sd(base)) > 0:  # nothing changed yet: a change as large as queries differ from each other
+    if (sd := statistics.stdev(base) if len(base) > 1 else 0.0) > 0:  # nothing changed yet: as queries differ
         return sd, f"sd {sd:.3f}, taken from the baseline's per-query values"
-    return st.FALLBACK_SD, f"unknown (no query varies), taken as the largest possible, {st.FALLBACK_SD:g}"
+    return _FALLBACK_SD, f"unknown (no query varies), taken as the largest possible, {_FALLBACK_SD:g}"
 
 
 def _query_changes(nb: str, rb: RunFile, rc: RunFile) -> list[QueryChange]:
@@ -385,10 +392,10 @@ def _query_changes(nb: str, rb: RunFile, rc: RunFile) -> list[QueryChange]:
     return out
 
 
-def compare_runs(baseline: str | os.PathLike[str] | RunInfo, candidate: str | os.PathLike[str] | RunInfo, *,
+def compare_runs(baseline: str | os.PathLike[str], candidate: str | os.PathLike[str], *,
                  metrics: tuple[str, ...] | list[str] = DEFAULT_METRICS, alpha: float = 0.05,
                  min_effect: float = 0.02, test: str = "student") -> Comparison:
-    """Compare two runs (folders or :func:`load_run` results); see the module docstring.
+    """Compare two run folders (read by :func:`load_run`); see the module docstring.
 
     Raises:
         ValidationError: ``alpha`` outside (0, 1), ``min_effect`` negative, an unknown metric or test.
@@ -401,8 +408,7 @@ def compare_runs(baseline: str | os.PathLike[str] | RunInfo, candidate: str | os
         raise ValidationError(f"min_effect must be >= 0 (got {min_effect})", field="min_effect")
     if test not in st.TESTS:
         raise ValidationError(f"test must be one of {st.TESTS} (got {test!r})", field="test")
-    b = baseline if isinstance(baseline, RunInfo) else load_run(baseline)
-    c = candidate if isinstance(candidate, RunInfo) else load_run(candidate)
+    b, c = load_run(baseline), load_run(candidate)
     common, notes = _check_comparable(b, c)
     settings: dict[str, tuple[Any, Any]] = {}
     deltas: list[MetricDelta] = []
@@ -476,19 +482,14 @@ class Compared:
         return self.comparison.as_dict()
 
     def tables(self) -> dict[str, Any]:
-        return {"metrics": views.metrics_frame(self.comparison),
-                "changed_queries": views.changed_queries_frame(self.comparison)}
+        return views.tables(self.comparison)
 
     def worse_rankings(self) -> dict[str, Any]:
         """The queries that lost most, both rankings side by side, by title."""
         return views.worse_rankings(self.comparison)
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        views.record(report, self.comparison)
-        tables = self.tables()
-        report.table(tables["metrics"], "metrics")
-        report.figure(views.delta_figure(self.comparison), "per_query_deltas", show=show)
-        report.table(tables["changed_queries"], "changed_queries")
+        views.record(report, self.comparison, show=show)
 
 
 @dataclass
@@ -506,14 +507,10 @@ class NothingToCompare:
         return f"nothing to compare with: {self.reason}"
 
     def tables(self) -> dict[str, Any]:
-        return {"metrics": views.metrics_frame(None), "changed_queries": views.changed_queries_frame(None)}
+        return views.tables(None)
 
     def worse_rankings(self) -> dict[str, Any]:
         return {}
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        views.record_nothing(report, self.reason)
-        tables = self.tables()
-        report.table(tables["metrics"], "metrics")
-        report.figure(views.delta_figure(None), "per_query_deltas", show=show)
-        report.table(tables["changed_queries"], "changed_queries")
+        views.record(report, None, reason=self.reason, show=show)

@@ -27,20 +27,13 @@ from collections import Counter
 from collections.abc import Sequence
 from typing import TYPE_CHECKING, Any
 
-from retrieval_lib.checks.gates import (
-    SIDE_BY_SIDE_COMPLETE_ANSWERS,
-    SIDE_BY_SIDE_ERRORS,
-    SIDE_BY_SIDE_QUERY_EMBEDDING,
-    SIDE_BY_SIDE_SOURCES,
-    SIDE_BY_SIDE_TEXT_AND_SOURCE,
-)
 from retrieval_lib.checks.retrieval._pairs import Cause, QueryPair, Row, SideBySide, norm_id
+from retrieval_lib.stores.base import stored_vector
 
 if TYPE_CHECKING:
     from retrieval_lib.search import Retriever
 
-__all__ = ["name_causes", "errors_cause", "cut_cause", "missing_cause", "embedding_cause", "order_cause",
-           "filter_cause", "SCORE_MATCH", "DISORDER_MARGIN"]
+__all__ = ["name_causes"]
 
 #: Largest median difference at which the retriever's scores count as a cosine the workbook computed: a score
 #: rounded to 2 decimals is off by 0.005 at most, one model on two machines differs in the 6th. MiniLM with a
@@ -53,16 +46,14 @@ DISORDER_MARGIN = 1e-4
 FILTER_SHARE = 0.2
 
 
-def name_causes(study: SideBySide, collection: Retriever | None) -> dict[str, Cause]:
-    """Every cause, by key (``collection``: for the stored vectors and the embedder; None skips ``embedding``)."""
+def name_causes(study: SideBySide, collection: Retriever) -> dict[str, Cause]:
+    """Every cause, by key (``collection``: its payload keys, its stored vectors and its embedder)."""
     causes = [errors_cause(study), cut_cause(study), missing_cause(study, _content_keys(collection)),
               embedding_cause(study, collection), order_cause(study), filter_cause(study)]
     return {c.key: c for c in causes}
 
 
-def _content_keys(collection: Retriever | None) -> dict[str, tuple[str, ...]]:
-    if collection is None:
-        return {}
+def _content_keys(collection: Retriever) -> dict[str, tuple[str, ...]]:
     roles = collection.store.roles_for(collection.collection)
     return {role: roles.keys_of(role) for role in ("content", "source_url", "source_file")}
 
@@ -80,12 +71,10 @@ def errors_cause(study: SideBySide) -> Cause:
                                        "first_message": first[kind][1][:300]} for kind, n in kinds.most_common()]
     n = len(study.pairs)
     if not failed:
-        return Cause("errors", "errors", False, True, f"all {n} questions answered without an error",
-                     gate_id=SIDE_BY_SIDE_ERRORS.id)
+        return Cause("errors", False, f"all {n} questions answered without an error")
     shown = "; ".join(f"{e['questions']} {e['error_kind']} (first: {str(e['first_message'])[:120]})"
                       for e in evidence)
-    return Cause("errors", "errors", True, True, f"{len(failed)} of {n} questions failed: {shown}", evidence,
-                 gate_id=SIDE_BY_SIDE_ERRORS.id)
+    return Cause("errors", True, f"{len(failed)} of {n} questions failed: {shown}", evidence)
 
 
 # --------------------------------------------------------------------------- empty and cut answers
@@ -124,12 +113,10 @@ def cut_cause(study: SideBySide) -> Cause:
                          "collection_score_first_dropped": None if at_first is None else round(at_first, 4)})
     n = len(study.answered)
     if not n:
-        return Cause("cut", "empty or cut answers", None, True, "no question was answered (see the errors gate)",
-                     gate_id=SIDE_BY_SIDE_COMPLETE_ANSWERS.id)
+        return Cause("cut", None, "no question was answered (see the errors gate)")
     if not evidence:
-        return Cause("cut", "empty or cut answers", False, True,
-                     f"all {n} answered questions returned the {k} results asked (or all the collection has)",
-                     gate_id=SIDE_BY_SIDE_COMPLETE_ANSWERS.id)
+        return Cause("cut", False, f"all {n} answered questions returned the {k} results asked (or all the collection "
+                                   "has)")
     empty = sum(1 for e in evidence if e["returned"] == 0)
     head = f"{empty} empty and {len(evidence) - empty} cut answers of {n}"
     if dropped and kept and max(dropped) < min(kept):
@@ -144,8 +131,7 @@ def cut_cause(study: SideBySide) -> Cause:
               "top_k)"
     else:
         why = "neither one threshold nor one cap explains where they stop"
-    return Cause("cut", "empty or cut answers", True, True, f"{head}; {why}", evidence,
-                 gate_id=SIDE_BY_SIDE_COMPLETE_ANSWERS.id)
+    return Cause("cut", True, f"{head}; {why}", evidence)
 
 
 # --------------------------------------------------------------------------- text and source
@@ -154,8 +140,7 @@ def missing_cause(study: SideBySide, keys: dict[str, tuple[str, ...]]) -> Cause:
     """Results whose text or source is empty or missing, and the key the collection holds each under."""
     rows = [(p, t) for p in study.answered for t in p.team.rows]
     if not rows:
-        return Cause("missing", "results without text or source", None, True,
-                     "the retriever returned no result to read", gate_id=SIDE_BY_SIDE_TEXT_AND_SOURCE.id)
+        return Cause("missing", None, "the retriever returned no result to read")
     no_text = [(p, t) for p, t in rows if not (t.content or "").strip()]
     no_source = [(p, t) for p, t in rows if not (t.source_url or t.source_file)]
     evidence = []
@@ -170,17 +155,14 @@ def missing_cause(study: SideBySide, keys: dict[str, tuple[str, ...]]) -> Cause:
                          "collection_payload_key": ", ".join(held) or "(none: the collection holds no "
                                                                        f"{what} either)"})
     if not evidence:
-        return Cause("missing", "results without text or source", False, True,
-                     f"all {len(rows)} results carry their text and their source",
-                     gate_id=SIDE_BY_SIDE_TEXT_AND_SOURCE.id)
+        return Cause("missing", False, f"all {len(rows)} results carry their text and their source")
     parts = []
     for e in evidence:
         key = str(e["collection_payload_key"])
         said = (f"the collection holds it under payload key {key!r}: the retriever's reader asks for a key the "
                 "ingest never wrote" if not key.startswith("(none") else key)
         parts.append(f"{e['results_without']} of {e['of_results']} results have no {e['field']}; {said}")
-    return Cause("missing", "results without text or source", True, True, "; ".join(parts), evidence,
-                 gate_id=SIDE_BY_SIDE_TEXT_AND_SOURCE.id)
+    return Cause("missing", True, "; ".join(parts), evidence)
 
 
 def _collection_has(p: QueryPair, t: Row, role: str, other: Sequence[str]) -> bool:
@@ -205,13 +187,6 @@ def _point_key(value: str) -> Any:
         return None
 
 
-def _vector_of(point: Any) -> list[float] | None:
-    vector = point.vector
-    if isinstance(vector, dict):
-        vector = next(iter(vector.values()), None) if len(vector) == 1 else None
-    return list(vector) if isinstance(vector, list) and vector else None
-
-
 def stored_vectors(collection: Retriever, ids: Sequence[str]) -> dict[str, list[float]]:
     """The stored vector of each chunk id (:func:`norm_id`) the collection holds: by point id where the id is one,
     else through the collection's chunk id key (one filtered read); ids it does not hold are left out."""
@@ -219,11 +194,10 @@ def stored_vectors(collection: Retriever, ids: Sequence[str]) -> dict[str, list[
 
     view, name = collection.store, collection.collection
     out: dict[str, list[float]] = {}
-    as_points = {i: _point_key(i) for i in ids}
-    wanted = [key for key in as_points.values() if key is not None]
+    wanted = [key for key in map(_point_key, ids) if key is not None]
     if wanted:
         for point in view.retrieve(name, wanted, with_vectors=True):
-            vector = _vector_of(point)
+            vector = stored_vector(point)
             if vector is not None:
                 out[norm_id(point.id)] = vector
     rest = [i for i in ids if norm_id(i) not in out]
@@ -231,7 +205,7 @@ def stored_vectors(collection: Retriever, ids: Sequence[str]) -> dict[str, list[
         condition = models.FieldCondition(key="chunk_id", match=models.MatchAny(any=list(rest)))
         for point in view.scroll(name, with_payload=["chunk_id"], with_vectors=True, batch_size=len(rest) + 1,
                                  query_filter=models.Filter(must=[condition])):
-            vector = _vector_of(point)
+            vector = stored_vector(point)
             chunk = (point.payload or {}).get("chunk_id")
             if vector is not None and chunk is not None:
                 out[norm_id(chunk)] = vector
@@ -244,7 +218,7 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / (na * nb) if na and nb else math.nan
 
 
-def embedding_cause(study: SideBySide, collection: Retriever | None) -> Cause:
+def embedding_cause(study: SideBySide, collection: Retriever) -> Cause:
     """Compare the retriever's scores with the cosine of each chunk's stored vector and the question embedded as a
     query, and as a document, by the configured embedder.
 
@@ -253,19 +227,15 @@ def embedding_cause(study: SideBySide, collection: Retriever | None) -> Cause:
     rewritten question), unless the chunks are the collection's own and only re-scored (a reranker), which scores
     cannot judge.
     """
-    gid, title = SIDE_BY_SIDE_QUERY_EMBEDDING.id, "another query embedding"
     candidates = [(p, t) for p in study.answered for t in p.team.rows[:study.top_k]]
     scored = [(p, t) for p, t in candidates if t.score is not None and math.isfinite(t.score)]
-    if collection is None:
-        return Cause("embedding", title, None, True, "the collection was not read", gate_id=gid)
     if not scored:
-        return Cause("embedding", title, None, True,
-                     "the retriever returns no scores, so its query embedding cannot be compared" if candidates
-                     else "the retriever returned no result", gate_id=gid)
+        return Cause("embedding", None, "the retriever returns no scores, so its query embedding cannot be compared"
+                     if candidates else "the retriever returned no result")
     with_ids = [(p, t) for p, t in scored if t.ids]
     if not with_ids:
-        return Cause("embedding", title, None, True, "the retriever's results carry no chunk id, so their stored "
-                                                     "vectors cannot be read", gate_id=gid)
+        return Cause("embedding", None, "the retriever's results carry no chunk id, so their stored vectors cannot "
+                                        "be read")
     # each result's id as the collection knows it: a matched chunk's point id, else the retriever's own chunk id
     ids: dict[tuple[int, int], str] = {}
     for p, t in with_ids:
@@ -274,8 +244,8 @@ def embedding_cause(study: SideBySide, collection: Retriever | None) -> Cause:
     vectors = stored_vectors(collection, list(dict.fromkeys(ids.values())))
     found = [(p, t) for p, t in with_ids if norm_id(ids[(id(p), t.rank)]) in vectors]
     if not found:
-        return Cause("embedding", title, None, True, f"none of the {len(with_ids)} chunk ids the retriever returned "
-                                                     "is a point or chunk id of this collection", gate_id=gid)
+        return Cause("embedding", None, f"none of the {len(with_ids)} chunk ids the retriever returned is a point or "
+                                        "chunk id of this collection")
     questions = list(dict.fromkeys(p.query for p, _ in found))
     embedder = collection.embedder
     as_query = dict(zip(questions, embedder.embed_queries(questions)))
@@ -286,11 +256,10 @@ def embedding_cause(study: SideBySide, collection: Retriever | None) -> Cause:
         rows.append((p.query, t.rank, float(t.score or 0.0), _cosine(as_query[p.query], stored),
                      _cosine(as_document[p.query], stored)))
     study.scores = rows
-    return _judge_scores(rows, study, gid, title, len(with_ids))
+    return _judge_scores(rows, study, len(with_ids))
 
 
-def _judge_scores(rows: list[tuple[str, int, float, float, float]], study: SideBySide, gid: str, title: str,
-                  asked: int) -> Cause:
+def _judge_scores(rows: list[tuple[str, int, float, float, float]], study: SideBySide, asked: int) -> Cause:
     off_query = statistics.median(abs(s - q) for _, _, s, q, _ in rows)
     off_document = statistics.median(abs(s - d) for _, _, s, _, d in rows)
     off_distance = statistics.median(abs(s - (1 - q)) for _, _, s, q, _ in rows)
@@ -306,24 +275,23 @@ def _judge_scores(rows: list[tuple[str, int, float, float, float]], study: SideB
     if off_query <= SCORE_MATCH:
         said = ("the same query embedding" + (" (this model embeds queries and documents alike, so the input type "
                                               "cannot be told apart here)" if alike else ""))
-        return Cause("embedding", title, False, True, f"{head}: {said}", evidence, gate_id=gid)
+        return Cause("embedding", False, f"{head}: {said}", evidence)
     if not alike and off_document <= SCORE_MATCH:
-        return Cause("embedding", "queries embedded as documents", True, True,
-                     f"{head}: queries embedded as documents (the document input type or prefix where the query's "
-                     "belongs)", evidence, gate_id=gid)
+        return Cause("embedding", True, f"{head}: queries embedded as documents (the document input type or prefix "
+                                        "where the query's belongs)", evidence, "queries embedded as documents")
     if off_distance <= SCORE_MATCH:
-        return Cause("embedding", title, False, True, f"{head}; they are 1 - cosine of the query embedding: the same "
-                                                      "query embedding, its scores a distance", evidence, gate_id=gid)
+        return Cause("embedding", False, f"{head}; they are 1 - cosine of the query embedding: the same query "
+                                         "embedding, its scores a distance", evidence)
     overlaps = [p.overlap for p in study.answered if p.overlap is not None]
     if overlaps and statistics.mean(overlaps) >= 0.8:
-        return Cause("embedding", title, None, True,
+        return Cause("embedding", None,
                      f"{head}, yet it returns the collection's own chunks (mean overlap "
                      f"{statistics.mean(overlaps):.2f}): "
                      "its scores are on another scale (a reranker's or fusion's), which cannot judge the embedding",
-                     evidence, gate_id=gid)
-    return Cause("embedding", "another model or a transformed query", True, True,
+                     evidence)
+    return Cause("embedding", True,
                  f"{head}: another model or a transformed query (a missing or extra prefix, a rewritten question)",
-                 evidence, gate_id=gid)
+                 evidence, "another model or a transformed query")
 
 
 # --------------------------------------------------------------------------- order and filters
@@ -354,11 +322,11 @@ def order_cause(study: SideBySide) -> Cause:
                              "rank_shifts": " ".join(f"{s:+d}" for s in p.rank_shifts)})
     n = len(study.answered)
     if not n:
-        return Cause("order", "the same chunks in another order", None, False, "no question was answered")
+        return Cause("order", None, "no question was answered")
     if not evidence:
-        return Cause("order", "the same chunks in another order", False, False,
-                     f"no answered question ranks the collection's chunks in another order ({n} questions)")
-    return Cause("order", "the same chunks in another order", True, False,
+        return Cause("order", False, f"no answered question ranks the collection's chunks in another order ({n} "
+                                     "questions)")
+    return Cause("order", True,
                  f"{len(evidence)} of {n} questions rank the collection's chunks in another order: a reranker or "
                  "fusion (not a fault by itself; the hit-rate gate says whether it helps)", evidence)
 
@@ -371,27 +339,26 @@ def _common_prefix(pages: Sequence[str]) -> str:
 def filter_cause(study: SideBySide) -> Cause:
     """Answers from a subset of the sources: the collection's best source for a question is one the retriever never
     returns for any question, while it answers that question from elsewhere."""
-    gid, title = SIDE_BY_SIDE_SOURCES.id, "results from a subset of sources"
     answered = [p for p in study.answered if p.team.rows]
     ours = {r.page for p in study.answered for r in p.collection.rows[:study.top_k] if r.page}
     theirs = {r.page for p in answered for r in p.team.rows if r.page}
     if not answered or not theirs:
-        return Cause("filter", title, None, True, "the retriever returned no result with a source", gate_id=gid)
+        return Cause("filter", None, "the retriever returned no result with a source")
     # the team's source spelling may differ from the collection's: compare only where they share spellings
     if not theirs & ours:
-        return Cause("filter", title, None, True, "the retriever's sources are spelled unlike the collection's "
-                                                  "(none in common), so they cannot be compared", gate_id=gid)
+        return Cause("filter", None, "the retriever's sources are spelled unlike the collection's (none in common), "
+                                     "so they cannot be compared")
     missed = [p for p in answered
               if p.collection.rows and p.collection.rows[0].page and p.collection.rows[0].page not in theirs]
     evidence = [{"query": p.query, "collection_top_source": p.collection.rows[0].page,
                  "retriever_top_source": p.team.rows[0].page} for p in missed]
     if len(missed) < max(2, math.ceil(FILTER_SHARE * len(answered))):
-        return Cause("filter", title, False, True,
-                     f"the retriever answers from {len(theirs)} sources; the collection's best source for "
-                     f"{len(answered) - len(missed)} of {len(answered)} questions is among them", gate_id=gid)
+        return Cause("filter", False, f"the retriever answers from {len(theirs)} sources; the collection's best "
+                                      f"source for {len(answered) - len(missed)} of {len(answered)} questions is "
+                                      "among them")
     prefix = _common_prefix(sorted(theirs))
     under = f", all under {prefix!r}" if len(prefix) > len(_common_prefix(sorted(ours | theirs))) else ""
-    return Cause("filter", title, True, True,
+    return Cause("filter", True,
                  f"every result comes from {len(theirs)} of the {len(ours | theirs)} sources either side answered "
                  f"from{under}; for {len(missed)} of {len(answered)} questions the collection's best source is never "
-                 "returned: a filter (a chapter, a module, a source)", evidence, gate_id=gid)
+                 "returned: a filter (a chapter, a module, a source)", evidence)

@@ -9,10 +9,18 @@ import math
 from dataclasses import dataclass, field
 from typing import Any
 
+from retrieval_lib.checks.gates import (
+    SIDE_BY_SIDE_COMPLETE_ANSWERS,
+    SIDE_BY_SIDE_ERRORS,
+    SIDE_BY_SIDE_QUERY_EMBEDDING,
+    SIDE_BY_SIDE_SOURCES,
+    SIDE_BY_SIDE_TEXT_AND_SOURCE,
+)
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.retrievers import Answer
+from retrieval_lib.workbook.gates import GateDef
 
-__all__ = ["norm_id", "Row", "Side", "QueryPair", "Cause", "SideBySide", "team_side", "collection_side",
+__all__ = ["norm_id", "Row", "Side", "QueryPair", "CAUSES", "Cause", "SideBySide", "team_side", "collection_side",
            "same_chunk", "ALPHA"]
 
 #: The paired test's significance (ranx's paired t-test, as ``compare`` uses it).
@@ -25,10 +33,6 @@ def norm_id(value: Any) -> str:
     text = str(value).strip().lower()
     bare = text.replace("-", "")
     return bare if len(bare) == 32 and all(c in "0123456789abcdef" for c in bare) else text
-
-
-def _text_key(content: str | None) -> str:
-    return " ".join((content or "").split())[:300]
 
 
 @dataclass
@@ -51,7 +55,8 @@ class Row:
 
     @property
     def text_key(self) -> str:
-        return _text_key(self.content)
+        """Its text with whitespace normalised, cut to 300 characters (what "the same text" compares)."""
+        return " ".join((self.content or "").split())[:300]
 
 
 @dataclass
@@ -67,18 +72,13 @@ class Side:
         return self.error is not None or self.error_kind is not None
 
 
-def _as_url(source_url: str | None, source_file: str | None) -> tuple[str | None, str | None]:
-    """A source given as a file that is a URL is the URL (a team's ``source``/``source_document`` often holds one)."""
-    if not source_url and source_file and "://" in source_file:
-        return source_file, None
-    return source_url, source_file
-
-
 def team_side(answer: Answer) -> Side:
     """The team's answer as rows (in rank order)."""
     rows = []
     for i, h in enumerate(sorted(answer.hits, key=lambda h: h.rank), 1):
-        url, file = _as_url(h.source_url, h.source_file)
+        url, file = h.source_url, h.source_file
+        if not url and "://" in (file or ""):  # a source file that is a URL (a team's source_document) is the URL
+            url, file = file, None
         chunk = None if h.chunk_id in (None, "") else str(h.chunk_id)
         rows.append(Row(rank=i, ids=frozenset({norm_id(chunk)}) if chunk else frozenset(), page=url or file or None,
                         content=h.content, score=h.score, source_url=url, source_file=file, chunk_id=chunk))
@@ -132,32 +132,52 @@ class QueryPair:
         return [t - c for t, c in self.matched]
 
 
+#: Each cause's title, and the gate of those that are faults of the retriever (a cause without one is a design, e.g. a
+#: reranker: a finding, not a gate).
+CAUSES: dict[str, tuple[str, GateDef | None]] = {
+    "errors": ("errors", SIDE_BY_SIDE_ERRORS),
+    "cut": ("empty or cut answers", SIDE_BY_SIDE_COMPLETE_ANSWERS),
+    "missing": ("results without text or source", SIDE_BY_SIDE_TEXT_AND_SOURCE),
+    "embedding": ("another query embedding", SIDE_BY_SIDE_QUERY_EMBEDDING),
+    "order": ("the same chunks in another order", None),
+    "filter": ("results from a subset of sources", SIDE_BY_SIDE_SOURCES),
+}
+
+
 @dataclass
 class Cause:
     """One named cause of a difference, with its evidence.
 
     Attributes:
-        key: its short name (``errors``, ``cut``, ``missing``, ``embedding``, ``order``, ``filter``).
-        title: what it is, in words.
+        key: its short name, a key of :data:`CAUSES` (which gives its title and its gate).
         found: True when the evidence shows it, False when it does not, None when it cannot be judged.
-        fault: a fault of the retriever (it then has a gate) rather than a design (a reranker).
         summary: one sentence with the figures.
         evidence: rows of its table.
-        gate_id: its gate, when it has one.
-        verdict: the gate's state: True passed, False failed, None not applicable (``summary`` says why).
+        title: what it is, in words, when the evidence names it more closely than :data:`CAUSES` does.
     """
 
     key: str
-    title: str
     found: bool | None
-    fault: bool
     summary: str
     evidence: list[dict[str, Any]] = field(default_factory=list)
-    gate_id: str = ""
+    title: str = ""
+
+    def __post_init__(self) -> None:
+        self.title = self.title or CAUSES[self.key][0]
 
     @property
-    def verdict(self) -> bool | None:
-        return None if self.found is None else not self.found
+    def gate(self) -> GateDef | None:
+        """Its gate; None for a design rather than a fault (``order``)."""
+        return CAUSES[self.key][1]
+
+    @property
+    def gate_id(self) -> str:
+        return self.gate.id if self.gate is not None else ""
+
+    @property
+    def fault(self) -> bool:
+        """A fault of the retriever (it has a gate) rather than a design (a reranker)."""
+        return self.gate is not None
 
 
 @dataclass

@@ -3,16 +3,16 @@
 From each query's top-1 score (:func:`top1_scores`; a query with no result has NaN, and keeps nothing at any
 threshold):
 
-- :func:`separation`: ``min(in-domain top-1) - max(OOD top-1)``;
 - :func:`threshold_tradeoff`: per threshold, the share of each set that keeps a result;
-- :func:`recommend_threshold`: the midpoint of the gap between the sets, if there is one;
+- :func:`recommend_threshold`: the gap between the sets (its width, the separation, is ``min(in-domain top-1) -
+  max(OOD top-1)``) and its midpoint, if there is one;
 - :func:`judge_threshold`: which queries a given threshold keeps and rejects;
 - :func:`recommend`: the gap's midpoint, or where the sets overlap the threshold maximising Youden's
   J = TPR - FPR of scikit-learn's ``roc_curve``; :func:`measure` its 95% interval from a stratified bootstrap (each
   set resampled with replacement, the recommendation recomputed);
 - in-domain recall (share of in-domain queries keeping a result) and out-of-domain rejection (share of OOD
   queries losing every result) at that threshold, each with a Wilson 95% interval
-  (:func:`~retrieval_lib.checks.intervals.wilson`), and how many queries would bring it to +-0.05;
+  (:func:`~retrieval_lib.checks.statistics.wilson`), and how many queries would bring it to +-0.05;
 - the ROC curve and AUC of top-1 scores (in domain = positive), AUC with a bootstrap interval.
 """
 
@@ -23,7 +23,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from retrieval_lib.checks.intervals import queries_for_width, wilson
+from retrieval_lib.checks.statistics import queries_for_width, wilson
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.workbook.plots import plain_figure
@@ -31,9 +31,8 @@ from retrieval_lib.workbook.plots import plain_figure
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport
 
-__all__ = ["top1_scores", "separation", "thresholds_grid", "threshold_tradeoff", "ThresholdGap",
-           "recommend_threshold", "ThresholdVerdict", "judge_threshold", "ThresholdUncertainty", "recommend",
-           "measure", "roc_figure", "record"]
+__all__ = ["top1_scores", "threshold_tradeoff", "ThresholdGap", "recommend_threshold", "ThresholdVerdict",
+           "judge_threshold", "ThresholdUncertainty", "recommend", "measure", "roc_figure", "record"]
 
 
 def top1_scores(responses: Iterable[SearchResponse]) -> list[float]:
@@ -45,31 +44,8 @@ def _finite(values: Iterable[float], missing: float) -> list[float]:
     return [missing if (v is None or math.isnan(v)) else float(v) for v in values]
 
 
-def separation(in_top1: Sequence[float], ood_top1: Sequence[float]) -> float:
-    """``min(in-domain top-1) - max(OOD top-1)``: positive when some threshold splits the sets.
-
-    A query without results counts as top-1 = 0 (an in-domain query that finds
-    nothing is as bad as can be; an OOD query that finds nothing is rejected).
-
-    Raises:
-        ValidationError: either set is empty (``field`` names it).
-    """
-    if not in_top1 or not ood_top1:
-        raise ValidationError("separation needs at least one in-domain and one out-of-domain score",
-                              field="in_top1" if not in_top1 else "ood_top1")
-    return min(_finite(in_top1, 0.0)) - max(_finite(ood_top1, 0.0))
-
-
-def thresholds_grid(start: float = 0.0, stop: float = 1.0, step: float = 0.05) -> list[float]:
-    """Thresholds ``start, start + step, ... stop`` (inclusive), rounded to avoid 0.15000000000000002.
-
-    Raises:
-        ValidationError: ``step`` is not positive.
-    """
-    if step <= 0:
-        raise ValidationError(f"step must be positive (got {step})", field="step")
-    n = int(math.floor((stop - start) / step + 1e-9))
-    return [round(start + i * step, 10) for i in range(n + 1)]
+#: The thresholds of the trade-off table: 0.0 to 1.0 by 0.05.
+THRESHOLDS = [round(i * 0.05, 2) for i in range(21)]
 
 
 def _share_kept(top1: Sequence[float], threshold: float) -> float:
@@ -77,8 +53,7 @@ def _share_kept(top1: Sequence[float], threshold: float) -> float:
     return sum(1 for s in top1 if s >= threshold) / len(top1) if top1 else math.nan
 
 
-def threshold_tradeoff(in_top1: Sequence[float], ood_top1: Sequence[float],
-                       thresholds: Sequence[float] | None = None):
+def threshold_tradeoff(in_top1: Sequence[float], ood_top1: Sequence[float]):
     """Per threshold, the share of each set that would still get at least one result.
 
     A query keeps at least one result at threshold ``t`` exactly when its
@@ -89,19 +64,14 @@ def threshold_tradeoff(in_top1: Sequence[float], ood_top1: Sequence[float],
 
     A good threshold has ``in_kept = 1`` and ``ood_kept = 0``.
 
-    Args:
-        in_top1, ood_top1: top-1 similarity scores (NaN = no result).
-        thresholds: default :func:`thresholds_grid` (0.0 to 1.0 by 0.05).
-
     Returns:
-        A DataFrame with columns ``threshold, in_domain_kept, ood_kept, margin``
-        where ``margin = in_domain_kept - ood_kept``.
+        A DataFrame with columns ``threshold`` (each of :data:`THRESHOLDS`), ``in_domain_kept, ood_kept, margin``
+        where ``margin = in_domain_kept - ood_kept``; NaN top-1 scores are queries without a result.
     """
     import pandas as pd
 
-    grid = list(thresholds) if thresholds is not None else thresholds_grid()
     rows = []
-    for t in grid:
+    for t in THRESHOLDS:
         kept_in, kept_ood = _share_kept(in_top1, t), _share_kept(ood_top1, t)
         rows.append({"threshold": t, "in_domain_kept": kept_in, "ood_kept": kept_ood,
                      "margin": kept_in - kept_ood})
@@ -124,10 +94,6 @@ class ThresholdGap:
     width: float
     recommended: float | None
 
-    @property
-    def has_gap(self) -> bool:
-        return self.recommended is not None
-
     def describe(self) -> str:
         """The gap in one sentence (scores to 3 decimals)."""
         if self.recommended is not None:
@@ -138,18 +104,20 @@ class ThresholdGap:
 
 
 def recommend_threshold(in_top1: Sequence[float], ood_top1: Sequence[float]) -> ThresholdGap:
-    """Recommend ``(max OOD top-1 + min in-domain top-1) / 2`` when the sets do not overlap.
+    """The gap between the sets; recommend ``(max OOD top-1 + min in-domain top-1) / 2`` when they do not overlap.
 
-    The midpoint leaves equal room on both sides for queries not in the sets.
-    When the sets overlap (or touch), no threshold separates them and
-    ``recommended`` is None.
+    The midpoint leaves equal room on both sides for queries not in the sets. When the sets overlap (or touch), no
+    threshold separates them and ``recommended`` is None. A query without results counts as top-1 = 0 (an in-domain
+    query that finds nothing is as bad as can be; an OOD query that finds nothing is rejected).
 
     Raises:
-        ValidationError: either set is empty.
+        ValidationError: either set is empty (``field`` names it).
     """
-    width = separation(in_top1, ood_top1)
-    high_ood = max(_finite(ood_top1, 0.0))
-    low_in = min(_finite(in_top1, 0.0))
+    if not in_top1 or not ood_top1:
+        raise ValidationError("separation needs at least one in-domain and one out-of-domain score",
+                              field="in_top1" if not in_top1 else "ood_top1")
+    high_ood, low_in = max(_finite(ood_top1, 0.0)), min(_finite(in_top1, 0.0))
+    width = low_in - high_ood
     return ThresholdGap(highest_ood=high_ood, lowest_in_domain=low_in, width=width,
                         recommended=(high_ood + low_in) / 2 if width > 0 else None)
 
@@ -159,12 +127,10 @@ class ThresholdVerdict:
     """What one threshold does to the two sets.
 
     Attributes:
-        threshold: the threshold judged.
         in_domain_lost: in-domain queries whose top-1 is below it (they would get nothing).
         ood_admitted: OOD queries whose top-1 reaches it (they would get an answer).
     """
 
-    threshold: float
     in_domain_lost: list[str]
     ood_admitted: list[str]
 
@@ -178,11 +144,8 @@ def judge_threshold(in_domain: Sequence[SearchResponse], ood: Sequence[SearchRes
                     threshold: float) -> ThresholdVerdict:
     """Check that ``threshold`` keeps every in-domain query (top-1 >= t) and rejects every OOD one (top-1 < t)."""
     in_top1, ood_top1 = top1_scores(in_domain), top1_scores(ood)
-    return ThresholdVerdict(
-        threshold=threshold,
-        in_domain_lost=[r.query_text for r, s in zip(in_domain, in_top1) if not s >= threshold],
-        ood_admitted=[r.query_text for r, s in zip(ood, ood_top1) if s >= threshold],
-    )
+    return ThresholdVerdict(in_domain_lost=[r.query_text for r, s in zip(in_domain, in_top1) if not s >= threshold],
+                            ood_admitted=[r.query_text for r, s in zip(ood, ood_top1) if s >= threshold])
 
 
 def recommend(in_top1: Sequence[float], ood_top1: Sequence[float]) -> float:

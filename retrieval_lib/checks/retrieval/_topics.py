@@ -3,7 +3,8 @@
 A topic is a phrase and the source prefix its results should carry: the profile's one ``primary_query`` /
 ``primary_prefix`` ("Gazebo simulation" -> ``module-02-simulation/``), or every topic of a ``topics`` file that
 ``draft`` wrote from the book's own top-level sections (docs/drafting.md). Each topic is searched unfiltered,
-top ``k``; its **share** is the fraction of its results under its prefix (:func:`prefix_hits`, the one rule).
+top ``k``; its **share** is the fraction of its results under its prefix (:func:`prefix_hits`, the one rule; 0.0 when
+it has no result).
 
 - one topic: the gate is its share >= ``min_primary_share``, as seed 000 SC-007 words it;
 - several: the gate is their **mean share** >= ``min_primary_share``, and the table shows each one.
@@ -24,34 +25,13 @@ from retrieval_lib.params import TopicSet
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport
 
-__all__ = ["PrefixHits", "prefix_hits", "TopicLanding", "TopicStudy", "measure", "record"]
+__all__ = ["prefix_hits", "TopicLanding", "TopicStudy", "measure"]
 
 
-@dataclass(frozen=True)
-class PrefixHits:
-    """How many of a response's results come from under a prefix.
-
-    Attributes:
-        prefix: the module prefix, e.g. ``"module-02-simulation/"``.
-        hits: results whose ``source_file``, or ``source_url`` path, starts with ``prefix``.
-        results: results in the response.
-    """
-
-    prefix: str
-    hits: int
-    results: int
-
-    @property
-    def share(self) -> float:
-        """``hits / results``; 0.0 when the response is empty."""
-        return self.hits / self.results if self.results else 0.0
-
-
-def prefix_hits(response: SearchResponse, prefix: str) -> PrefixHits:
-    """Count the results whose ``source_file``, or ``source_url`` path, starts with ``prefix``: the one rule."""
-    hits = sum((r.source_file or "").startswith(prefix) or urlsplit(r.source_url or "").path.startswith(prefix)
+def prefix_hits(response: SearchResponse, prefix: str) -> int:
+    """How many results' ``source_file``, or ``source_url`` path, starts with ``prefix``: the one rule."""
+    return sum((r.source_file or "").startswith(prefix) or urlsplit(r.source_url or "").path.startswith(prefix)
                for r in response.results)
-    return PrefixHits(prefix=prefix, hits=hits, results=len(response.results))
 
 
 @dataclass(frozen=True)
@@ -90,8 +70,40 @@ class TopicStudy:
         return sum(t.share for t in judged) / len(judged) if judged else 0.0
 
     def record(self, report: NotebookReport, *, min_primary_share: float) -> float:
-        """:func:`record` of this study (what :class:`~.source_coverage.SourceCoverage` records)."""
-        return record(report, self, min_primary_share=min_primary_share)
+        """Record the topic gate (module docstring) and its findings; returns the share judged."""
+        k, prov = self.top_k, self.topics.provenance
+        if len(self.landings) == 1 and not self.topics.marked:
+            t = self.landings[0]
+            fill = {"topic": repr(t.topic), "prefix": t.prefix}
+            if not t.known_prefix and not t.hits:
+                COVERAGE_TOPIC.not_applicable(
+                    report, f"no source file of this collection starts with {t.prefix!r}: the topic query and its "
+                            "module describe another book (set primary_query and primary_prefix for this one, or "
+                            "draft topics: python -m retrieval_lib draft)", fill=fill, item=t.topic,
+                    parameter="primary_prefix")
+            else:
+                COVERAGE_TOPIC.record(report, t.share >= min_primary_share, fill=fill, item=t.topic,
+                                      value=round(t.share, 4), threshold=min_primary_share, rule=">=", unit="share",
+                                      detail=f"{t.hits}/{t.results} results from {t.prefix}")
+            report.finding(f"{t.topic!r}: {t.share:.0%} of the top {k} from {t.prefix}")
+            return t.share
+        judged = self.judged
+        counted = {"topics": len(self.landings)}
+        if not judged:
+            COVERAGE_TOPICS.not_applicable(report, "no topic's prefix is a source prefix of this collection: the "
+                                                   "topics file describes another book", fill=counted,
+                                           parameter="topics")
+            return 0.0
+        each = "; ".join(f"{t.topic!r} {t.hits}/{t.results} in {t.prefix}" for t in self.landings)
+        COVERAGE_TOPICS.record(
+            report, self.mean_share >= min_primary_share, fill=counted, value=round(self.mean_share, 4),
+            threshold=min_primary_share, rule=">=", unit="share",
+            detail=f"mean share of the top {k} under each topic's prefix: {each}", provenance=prov, noun="topics")
+        worst = min(judged, key=lambda t: (t.share, t.topic))
+        report.finding(f"{len(judged)} topics: mean {self.mean_share:.0%} of each top {k} from its own section; "
+                       f"lowest {worst.topic!r} {worst.share:.0%} (top result from "
+                       f"{worst.response.results[0].source_file if worst.response.results else 'nothing'})")
+        return self.mean_share
 
     def describe(self) -> str:
         """One line: how many topics, from where, drafted or reviewed, and the mean share."""
@@ -118,44 +130,8 @@ def measure(retriever: Any, topics: TopicSet, *, top_k: int) -> TopicStudy:
     """
     responses = retriever.search_many([t.topic for t in topics.topics], top_k=top_k)
     files = list(retriever.store.distinct_values(retriever.collection, "source_file"))
-    landings = []
-    for t, r in zip(topics.topics, responses):
-        lands = prefix_hits(r, t.expected_prefix)
-        known = any(f.startswith(t.expected_prefix) or f.startswith(t.expected_prefix.lstrip("/")) for f in files)
-        landings.append(TopicLanding(t.topic, t.expected_prefix, t.origin, r, lands.hits, lands.results, known))
+    landings = [TopicLanding(t.topic, t.expected_prefix, t.origin, r, prefix_hits(r, t.expected_prefix),
+                             len(r.results), any(f.startswith((t.expected_prefix, t.expected_prefix.lstrip("/")))
+                                                 for f in files))
+                for t, r in zip(topics.topics, responses)]
     return TopicStudy(topics, landings, top_k)
-
-
-def record(report: NotebookReport, study: TopicStudy, *, min_primary_share: float) -> float:
-    """Record the topic gate (module docstring) and its findings; returns the share judged."""
-    k, prov = study.top_k, study.topics.provenance
-    if len(study.landings) == 1 and not study.topics.marked:
-        t = study.landings[0]
-        fill = {"topic": repr(t.topic), "prefix": t.prefix}
-        if not t.known_prefix and not t.hits:
-            COVERAGE_TOPIC.not_applicable(
-                report, f"no source file of this collection starts with {t.prefix!r}: the topic query and its module "
-                        "describe another book (set primary_query and primary_prefix for this one, or draft topics: "
-                        "python -m retrieval_lib draft)", fill=fill, item=t.topic, parameter="primary_prefix")
-        else:
-            COVERAGE_TOPIC.record(report, t.share >= min_primary_share, fill=fill, item=t.topic,
-                                  value=round(t.share, 4), threshold=min_primary_share, rule=">=", unit="share",
-                                  detail=f"{t.hits}/{t.results} results from {t.prefix}")
-        report.finding(f"{t.topic!r}: {t.share:.0%} of the top {k} from {t.prefix}")
-        return t.share
-    judged = study.judged
-    counted = {"topics": len(study.landings)}
-    if not judged:
-        COVERAGE_TOPICS.not_applicable(report, "no topic's prefix is a source prefix of this collection: the topics "
-                                               "file describes another book", fill=counted, parameter="topics")
-        return 0.0
-    each = "; ".join(f"{t.topic!r} {t.hits}/{t.results} in {t.prefix}" for t in study.landings)
-    COVERAGE_TOPICS.record(
-        report, study.mean_share >= min_primary_share, fill=counted, value=round(study.mean_share, 4),
-        threshold=min_primary_share, rule=">=", unit="share",
-        detail=f"mean share of the top {k} under each topic's prefix: {each}", provenance=prov, noun="topics")
-    worst = min(judged, key=lambda t: (t.share, t.topic))
-    report.finding(f"{len(judged)} topics: mean {study.mean_share:.0%} of each top {k} from its own section; "
-                   f"lowest {worst.topic!r} {worst.share:.0%} (top result from "
-                   f"{worst.response.results[0].source_file if worst.response.results else 'nothing'})")
-    return study.mean_share

@@ -36,22 +36,15 @@ def queries_frame(study: SideBySide, *, decimals: int = 3):
                      "error": p.team.error_kind or ""})
     columns = ["kind", "query", "retriever_returned", "collection_returned", f"overlap@{k}", "rank_shifts",
                f"retriever_hit@{k}", f"collection_hit@{k}", "error"]
-    frame = pd.DataFrame(rows, columns=columns)
-    for column in ("retriever_returned", f"retriever_hit@{k}"):
-        if column in frame:
-            frame[column] = frame[column].astype("Int64")
-    return frame
-
-
-def _state(found: bool | None) -> str:
-    return "cannot judge" if found is None else "FOUND" if found else "not found"
+    return pd.DataFrame(rows, columns=columns).astype({"retriever_returned": "Int64", f"retriever_hit@{k}": "Int64"})
 
 
 def causes_frame(study: SideBySide):
     """One row per named cause: found or not (or cannot judge), whether it is a fault, its gate, its summary."""
     import pandas as pd
 
-    return pd.DataFrame([{"cause": c.title, "state": _state(c.found), "fault": "yes" if c.fault else "no",
+    return pd.DataFrame([{"cause": c.title, "state": "cannot judge" if c.found is None else "FOUND" if c.found
+                          else "not found", "fault": "yes" if c.fault else "no",
                           "gate": c.gate_id or "(finding)", "summary": c.summary}
                          for c in study.causes.values()], columns=["cause", "state", "fault", "gate", "summary"])
 
@@ -89,11 +82,10 @@ def scores_figure(study: SideBySide) -> Any:
 
     fig, ax = plt.subplots(figsize=(6.5, 5.5))
     if study.scores:
-        theirs = [s for _, _, s, _, _ in study.scores]
-        ax.scatter([q for _, _, _, q, _ in study.scores], theirs, s=18, label="question embedded as a query")
-        ax.scatter([d for _, _, _, _, d in study.scores], theirs, s=18, marker="x",
-                   label="question embedded as a document")
-        low = min([0.0, *theirs, *(q for _, _, _, q, _ in study.scores), *(d for _, _, _, _, d in study.scores)])
+        _, _, theirs, as_query, as_document = zip(*study.scores)
+        ax.scatter(as_query, theirs, s=18, label="question embedded as a query")
+        ax.scatter(as_document, theirs, s=18, marker="x", label="question embedded as a document")
+        low = min([0.0, *theirs, *as_query, *as_document])
         high = max([1.0, *theirs])
         ax.plot([low, high], [low, high], color="black", linestyle="--", linewidth=1, label="same score")
         ax.legend(loc="upper left", fontsize=8)

@@ -31,23 +31,20 @@ page of the collection that matches one of its patterns.
 
 The qrels are owned here: :func:`relevant_pages` decides which pages of the
 collection a query's patterns name; each :class:`QueryOutcome` carries them and
-:attr:`ValidationReport.qrels` gives them in TREC form (what the metrics used).
-:func:`run` is the check (notebook 05 and ``check golden_set``): it scans the collection's payloads (metadata
-completeness, 07's scan, shared within a run) and asks the golden set; its :class:`GoldenSetCheck` records the gates,
-findings, metrics, tables and figure.
+:func:`trec_qrels` gives them in TREC form (what the metrics used).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
 from retrieval_lib.checks.collection.collection_health import PayloadScan, record_completeness, scan_payloads
 from retrieval_lib.checks.gates import GOLDEN_NEGATIVES, GOLDEN_PASSES, HEALTH_COMPLETENESS
-from retrieval_lib.models import SearchResponse, SearchResult
+from retrieval_lib.models import SearchResponse
 from retrieval_lib.params import GoldenQuery, GoldenSet, NegativeQuery, load_golden_set
 from retrieval_lib.search import Retriever
 from retrieval_lib.workbook.check import NotApplicable
@@ -57,8 +54,8 @@ from retrieval_lib.workbook.runfiles import write_run
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "GoldenSetCheck", "GoldenQuery", "NegativeQuery", "GoldenSet", "QueryOutcome", "ValidationReport",
-           "load_golden_set", "evaluate_golden", "matches", "url_matches", "relevant_pages", "NO_RELEVANT_PAGE"]
+__all__ = ["run", "GoldenSetCheck", "QueryOutcome", "ValidationReport", "evaluate_golden", "matches", "url_matches",
+           "relevant_pages"]
 
 #: The gates this check records.
 GATES = (GOLDEN_PASSES, GOLDEN_NEGATIVES, HEALTH_COMPLETENESS)
@@ -79,8 +76,9 @@ def url_matches(url: str, pattern: str) -> bool:
     return _under(urlsplit(url).path, pattern) or _under(url, pattern)
 
 
-def matches(result: SearchResult, pattern: str) -> bool:
-    """True when the result's URL (or URL path) or source file is the pattern's page or lies below it."""
+def matches(result: Any, pattern: str) -> bool:
+    """True when the result's URL (or URL path) or source file is the pattern's page or lies below it (``result``:
+    anything with ``source_url`` and ``source_file``, a search result or a side-by-side row)."""
     return url_matches(result.source_url or "", pattern) or _under(result.source_file or "", pattern)
 
 
@@ -138,44 +136,29 @@ class ValidationReport:
     ndcg_at_k: float
     top_k: int
     outcomes: list[QueryOutcome] = field(default_factory=list)
-    #: the responses judged, in ``outcomes`` order (what :func:`record` keeps as the run file)
+    #: the responses judged, in ``outcomes`` order (what the record keeps as the run file)
     responses: list[SearchResponse] = field(default_factory=list, repr=False)
-
-    @property
-    def qrels(self) -> dict[str, dict[str, int]]:
-        """The qrels the IR metrics were computed with (see :func:`trec_qrels`)."""
-        return trec_qrels(self.outcomes)
 
     def of_kind(self, kind: str) -> list[QueryOutcome]:
         """The outcomes of one kind (``"golden"``, ``"extra"`` or ``"negative"``), in golden-set order."""
         return [o for o in self.outcomes if o.kind == kind]
-
-    def as_dict(self) -> dict[str, Any]:
-        return asdict(self)
 
 
 def _judge(q: GoldenQuery, response: SearchResponse, kind: str, pages: Sequence[str]) -> QueryOutcome:
     top = response.results[0] if response.results else None
     relevant = [(rank, r) for rank, r in enumerate(response.results, 1)
                 if any(matches(r, p) for p in q.expected_url_patterns)]
-    outcome = QueryOutcome(query=q.query, kind=kind, passed=False, reason="",
-                           top_score=round(top.similarity_score, 4) if top else None,
-                           top_source=top.source_file if top else None, threshold=q.min_score,
-                           expected_url_patterns=tuple(q.expected_url_patterns),
-                           relevant_pages=relevant_pages(q.expected_url_patterns, pages))
-    if relevant:
-        outcome.first_relevant_rank = relevant[0][0]
-        outcome.best_relevant_score = round(max(r.similarity_score for _, r in relevant), 4)
-    good = [r for _, r in relevant if r.similarity_score >= q.min_score]
-    if good:
-        outcome.passed = True
-        outcome.reason = f"expected page at rank {outcome.first_relevant_rank}"
-    elif relevant:
-        outcome.reason = (f"expected page at rank {outcome.first_relevant_rank} but its score "
-                          f"{outcome.best_relevant_score:.3f} < min_score {q.min_score:g}")
-    else:
-        outcome.reason = f"no expected page in the top {response.top_k} (top: {outcome.top_source})"
-    return outcome
+    rank = relevant[0][0] if relevant else None
+    best = round(max(r.similarity_score for _, r in relevant), 4) if relevant else None
+    passed = any(r.similarity_score >= q.min_score for _, r in relevant)
+    reason = (f"expected page at rank {rank}" if passed else
+              f"expected page at rank {rank} but its score {best:.3f} < min_score {q.min_score:g}" if relevant else
+              f"no expected page in the top {response.top_k} (top: {top.source_file if top else None})")
+    return QueryOutcome(query=q.query, kind=kind, passed=passed, reason=reason, first_relevant_rank=rank,
+                        best_relevant_score=best, top_score=round(top.similarity_score, 4) if top else None,
+                        top_source=top.source_file if top else None, threshold=q.min_score,
+                        expected_url_patterns=tuple(q.expected_url_patterns),
+                        relevant_pages=relevant_pages(q.expected_url_patterns, pages))
 
 
 def _judge_negative(neg: NegativeQuery, response: SearchResponse) -> QueryOutcome:
@@ -220,26 +203,20 @@ def evaluate_golden(retriever: Retriever, golden: GoldenSet, *, vector_count: in
     Each golden and extra outcome carries its relevant pages (the qrels), found
     among the collection's distinct ``source_url`` values.
     """
-    texts = ([q.query for q in golden.queries] + [q.query for q in golden.extra_queries]
-             + [n.query for n in golden.negatives])
-    responses = retriever.search_many(texts, top_k=golden.top_k)
-    n_gold, n_extra = len(golden.queries), len(golden.extra_queries)
-    gold_resp = responses[:n_gold]
-    extra_resp = responses[n_gold:n_gold + n_extra]
-    neg_resp = responses[n_gold + n_extra:]
+    asked = [(q, "golden") for q in golden.queries] + [(q, "extra") for q in golden.extra_queries]
+    responses = retriever.search_many([q.query for q, _ in asked] + [n.query for n in golden.negatives],
+                                      top_k=golden.top_k)
     pages = list(retriever.store.distinct_values(retriever.collection, "source_url"))
-
-    outcomes = [_judge(q, r, "golden", pages) for q, r in zip(golden.queries, gold_resp)]
-    outcomes += [_judge(q, r, "extra", pages) for q, r in zip(golden.extra_queries, extra_resp)]
-    outcomes += [_judge_negative(neg, r) for neg, r in zip(golden.negatives, neg_resp)]
+    outcomes = [_judge(q, r, kind, pages) for (q, kind), r in zip(asked, responses)]
+    outcomes += [_judge_negative(n, r) for n, r in zip(golden.negatives, responses[len(asked):])]
+    gold = [o for o in outcomes if o.kind == "golden"]
     negatives_passed = sum(o.passed for o in outcomes if o.kind == "negative")
-    hit, mrr, ndcg = _ir_metrics(outcomes, gold_resp, golden.top_k)
-    passed_queries = sum(o.passed for o in outcomes if o.kind == "golden")
-    failed = [{"query": o.query, "reason": o.reason} for o in outcomes if o.kind == "golden" and not o.passed]
+    hit, mrr, ndcg = _ir_metrics(outcomes, responses[:len(gold)], golden.top_k)
+    passed_queries = sum(o.passed for o in gold)
     return ValidationReport(
         passed=passed_queries >= golden.required_passes and negatives_passed == len(golden.negatives),
-        total_queries=n_gold, passed_queries=passed_queries, required_passes=golden.required_passes,
-        failed_queries=failed,
+        total_queries=len(gold), passed_queries=passed_queries, required_passes=golden.required_passes,
+        failed_queries=[{"query": o.query, "reason": o.reason} for o in gold if not o.passed],
         vector_count=vector_count, metadata_completeness=metadata_completeness,
         negatives_total=len(golden.negatives), negatives_passed=negatives_passed,
         hit_at_k=hit, mrr=mrr, ndcg_at_k=ndcg, top_k=golden.top_k, outcomes=outcomes, responses=responses,
@@ -282,78 +259,6 @@ def golden_absent(validation: ValidationReport) -> str | None:
         return (f"none of the golden set's {validation.total_queries} queries expects a page this collection holds: "
                 "it describes another book, or its expected_url_patterns are wrong")
     return None
-
-
-def _record(report: NotebookReport, validation: ValidationReport, scan: PayloadScan, *,
-            min_metadata_completeness: float, golden: GoldenSet | None = None) -> None:
-    """Record notebook 05's gates, findings and metrics.
-
-    Gates: at least ``required_passes`` golden queries pass; every negative
-    passes; metadata completeness (from ``scan``, the scan behind
-    ``validation.metadata_completeness``) >= ``min_metadata_completeness``.
-    ``golden``: the set judged; when it carries origins (drafted), the two golden gates say "on N drafted, M
-    reviewed queries" (negatives).
-
-    Raises:
-        ValidationError: ``min_metadata_completeness`` outside [0, 100].
-    """
-    v, k = validation, validation.top_k
-    gold, extra, negs = v.of_kind("golden"), v.of_kind("extra"), v.of_kind("negative")
-    absent = golden_absent(v)
-    if absent:
-        GOLDEN_PASSES.not_applicable(report, absent)
-        GOLDEN_NEGATIVES.not_applicable(report, absent)
-        record_completeness(report, scan, min_metadata_completeness)
-        report.finding(f"golden set: {absent}")
-        return
-    GOLDEN_PASSES.record(
-        report, v.passed_queries >= v.required_passes, fill={"required_passes": v.required_passes},
-        value=v.passed_queries, threshold=v.required_passes, rule=">=", unit="queries", hint=golden_hint(v),
-        detail=f"{v.passed_queries}/{len(gold)} golden queries found an expected page in the top {k} "
-               "with score >= min_score (negatives not counted)",
-        provenance=golden.provenance if golden is not None else None)
-    GOLDEN_NEGATIVES.record(
-        report, v.negatives_passed == v.negatives_total, value=v.negatives_passed, threshold=v.negatives_total,
-        rule="==", unit="negatives",
-        hint="an out-of-domain query scored at or above its max_score: the collection holds text on that "
-             "topic, or the golden set file's max_score is too low for this embedder",
-        detail=f"{v.negatives_passed}/{v.negatives_total} negatives empty or below max_score",
-        provenance=golden.negatives_provenance if golden is not None else None, noun="negatives")
-    record_completeness(report, scan, min_metadata_completeness)
-
-    extra_passed = sum(o.passed for o in extra)
-    report.finding(f"{v.passed_queries}/{len(gold)} golden queries passed (required {v.required_passes}); "
-                   f"extra queries {extra_passed}/{len(extra)}; seed 004's pass criteria "
-                   f"{'met' if v.passed else 'not met'}")
-    scored = [o for o in gold + extra if o.best_relevant_score is not None and o.threshold is not None]
-    if scored:
-        low = min(scored, key=lambda o: (o.best_relevant_score or 0.0) - (o.threshold or 0.0))
-        report.finding(f"smallest margin: {low.query!r} best relevant score {low.best_relevant_score:.3f} "
-                       f"vs min_score {low.threshold:g}")
-    for o in gold + extra:
-        if not o.passed:
-            report.finding(f"FAILED {o.kind} {o.query!r}: {o.reason}")
-    if negs:
-        worst = max(negs, key=lambda o: o.top_score or 0.0)
-        report.finding(f"{v.negatives_passed}/{len(negs)} negatives returned nothing relevant; highest negative "
-                       f"top score {worst.top_score or 0.0:.3f} ({worst.query!r}, max_score {worst.threshold:g})")
-    report.finding(f"hit@{k} {v.hit_at_k:.3f}, MRR {v.mrr:.3f}, nDCG@{k} {v.ndcg_at_k:.3f} over {len(gold)} "
-                   "golden queries")
-    broad = [o for o in gold if len(o.relevant_pages) > 1]
-    if v.ndcg_at_k < 1 and broad:
-        report.finding(f"nDCG@{k} < 1 because {len(broad)} golden queries' patterns cover several pages ("
-                       + ", ".join(f"{o.query!r}: {len(o.relevant_pages)}" for o in broad)
-                       + f") that their top {k} does not all show")
-    for name, value in (("golden_passed", v.passed_queries), ("golden_total", len(gold)),
-                        ("required_passes", v.required_passes), ("extra_passed", extra_passed),
-                        ("negatives_passed", v.negatives_passed), ("negatives_total", v.negatives_total),
-                        ("hit_at_k", v.hit_at_k), ("mrr", v.mrr), ("ndcg_at_k", v.ndcg_at_k), ("top_k", k),
-                        ("vector_count", v.vector_count), ("metadata_completeness", scan.metadata_completeness),
-                        ("validation_report_passed", v.passed)):
-        report.metric(name, value)
-    if v.responses:  # the run file a later comparison reads (retrieval_lib.workbook.runfiles), page-level qrels
-        write_run(report, v.responses, kinds=[o.kind for o in v.outcomes], top_k=k, qrels_level="source_url",
-                  qrels={o.query: dict.fromkeys(o.relevant_pages or (NO_RELEVANT_PAGE,), 1) for o in gold + extra})
 
 
 # --------------------------------------------------------------------------- tables
@@ -464,9 +369,70 @@ class GoldenSetCheck:
                 "ir_metrics": ir_frame(v, decimals=3), "validation_report": report_frame(v)}
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        """The tables and the scores figure, then the gates, findings, metrics and the run file."""
+        """The tables and the scores figure, then the gates, findings, metrics and the run file.
+
+        Raises:
+            ValidationError: ``min_metadata_completeness`` outside [0, 100].
+        """
         for name, frame in self.tables().items():
             report.table(frame, name)
         report.figure(scores_figure(self.validation), "scores_vs_thresholds", show=show)
-        _record(report, self.validation, self.scan, min_metadata_completeness=self.min_metadata_completeness,
-                golden=self.golden)
+        # gates: at least required_passes golden queries pass; every negative passes; metadata completeness (from
+        # the scan behind validation.metadata_completeness) >= min_metadata_completeness
+        v, k, scan, golden = self.validation, self.validation.top_k, self.scan, self.golden
+        gold, extra, negs = v.of_kind("golden"), v.of_kind("extra"), v.of_kind("negative")
+        absent = golden_absent(v)
+        if absent:
+            GOLDEN_PASSES.not_applicable(report, absent)
+            GOLDEN_NEGATIVES.not_applicable(report, absent)
+            record_completeness(report, scan, self.min_metadata_completeness)
+            report.finding(f"golden set: {absent}")
+            return
+        GOLDEN_PASSES.record(
+            report, v.passed_queries >= v.required_passes, fill={"required_passes": v.required_passes},
+            value=v.passed_queries, threshold=v.required_passes, rule=">=", unit="queries", hint=golden_hint(v),
+            detail=f"{v.passed_queries}/{len(gold)} golden queries found an expected page in the top {k} "
+                   "with score >= min_score (negatives not counted)",
+            provenance=golden.provenance)
+        GOLDEN_NEGATIVES.record(
+            report, v.negatives_passed == v.negatives_total, value=v.negatives_passed, threshold=v.negatives_total,
+            rule="==", unit="negatives",
+            hint="an out-of-domain query scored at or above its max_score: the collection holds text on that "
+                 "topic, or the golden set file's max_score is too low for this embedder",
+            detail=f"{v.negatives_passed}/{v.negatives_total} negatives empty or below max_score",
+            provenance=golden.negatives_provenance, noun="negatives")
+        record_completeness(report, scan, self.min_metadata_completeness)
+
+        extra_passed = sum(o.passed for o in extra)
+        report.finding(f"{v.passed_queries}/{len(gold)} golden queries passed (required {v.required_passes}); "
+                       f"extra queries {extra_passed}/{len(extra)}; seed 004's pass criteria "
+                       f"{'met' if v.passed else 'not met'}")
+        scored = [o for o in gold + extra if o.best_relevant_score is not None and o.threshold is not None]
+        if scored:
+            low = min(scored, key=lambda o: (o.best_relevant_score or 0.0) - (o.threshold or 0.0))
+            report.finding(f"smallest margin: {low.query!r} best relevant score {low.best_relevant_score:.3f} "
+                           f"vs min_score {low.threshold:g}")
+        for o in gold + extra:
+            if not o.passed:
+                report.finding(f"FAILED {o.kind} {o.query!r}: {o.reason}")
+        if negs:
+            worst = max(negs, key=lambda o: o.top_score or 0.0)
+            report.finding(f"{v.negatives_passed}/{len(negs)} negatives returned nothing relevant; highest negative "
+                           f"top score {worst.top_score or 0.0:.3f} ({worst.query!r}, max_score {worst.threshold:g})")
+        report.finding(f"hit@{k} {v.hit_at_k:.3f}, MRR {v.mrr:.3f}, nDCG@{k} {v.ndcg_at_k:.3f} over {len(gold)} "
+                       "golden queries")
+        broad = [o for o in gold if len(o.relevant_pages) > 1]
+        if v.ndcg_at_k < 1 and broad:
+            report.finding(f"nDCG@{k} < 1 because {len(broad)} golden queries' patterns cover several pages ("
+                           + ", ".join(f"{o.query!r}: {len(o.relevant_pages)}" for o in broad)
+                           + f") that their top {k} does not all show")
+        for name, value in (("golden_passed", v.passed_queries), ("golden_total", len(gold)),
+                            ("required_passes", v.required_passes), ("extra_passed", extra_passed),
+                            ("negatives_passed", v.negatives_passed), ("negatives_total", v.negatives_total),
+                            ("hit_at_k", v.hit_at_k), ("mrr", v.mrr), ("ndcg_at_k", v.ndcg_at_k), ("top_k", k),
+                            ("vector_count", v.vector_count), ("metadata_completeness", scan.metadata_completeness),
+                            ("validation_report_passed", v.passed)):
+            report.metric(name, value)
+        if v.responses:  # the run file a later comparison reads (retrieval_lib.workbook.runfiles), page-level qrels
+            write_run(report, v.responses, kinds=[o.kind for o in v.outcomes], top_k=k, qrels_level="source_url",
+                      qrels={o.query: dict.fromkeys(o.relevant_pages or (NO_RELEVANT_PAGE,), 1) for o in gold + extra})

@@ -14,11 +14,8 @@ stale entry (counted as unjudged, and listed). Metrics come from pytrec_eval (tr
 - coverage = judged results / results, over the top 3 and over the top k.
 
 With two or more judges, their agreement on the pairs both judged (same text) is Cohen's kappa from
-scikit-learn, κ = (p_o − p_e) / (1 − p_e), with the pairs they disagree on.
-
-:func:`run` is the check (notebook 13 and ``check judgments``): it reads the judgments, asks the query set and the
-golden set; its :class:`Judgments` records the gates, findings, metrics and tables. The labelling and review widgets
-stay in the notebook (they need a person).
+scikit-learn, κ = (p_o − p_e) / (1 − p_e), with the pairs they disagree on. The labelling and review widgets stay in
+the notebook (they need a person).
 """
 
 from __future__ import annotations
@@ -49,8 +46,7 @@ from retrieval_lib.workbook.check import NotApplicable
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "Judgments", "JudgedRow", "Agreement", "JudgedEvaluation", "evaluate_judged", "judged_metrics",
-           "agreement"]
+__all__ = ["run", "Judgments", "JudgedEvaluation", "evaluate_judged", "agreement"]
 
 #: The gates this check records.
 GATES = (JUDGED_PRECISION, JUDGED_COVERAGE)
@@ -101,35 +97,19 @@ class JudgedEvaluation:
     #: the search responses the rows come from (what the labelling queue shows)
     responses: list[SearchResponse] = field(default_factory=list)
 
-    def _coverage(self, depth: int) -> tuple[int, int]:
+    def judged(self, depth: int) -> tuple[int, int]:
+        """(judged, results) over the top ``depth`` of every query."""
         rows = [r for r in self.rows if r.rank <= depth]
         return sum(r.state == "judged" for r in rows), len(rows)
 
-    @property
-    def judged_top(self) -> tuple[int, int]:
-        """(judged, results) over the top ``cutoff`` (3) of every query."""
-        return self._coverage(self.cutoff)
-
-    @property
-    def judged_all(self) -> tuple[int, int]:
-        """(judged, results) over the top k of every query."""
-        return self._coverage(self.top_k)
-
-    @staticmethod
-    def _share(pair: tuple[int, int]) -> float:
-        return pair[0] / pair[1] if pair[1] else 0.0
-
-    @property
-    def coverage_top(self) -> float:
-        return self._share(self.judged_top)
-
-    @property
-    def coverage_all(self) -> float:
-        return self._share(self.judged_all)
+    def coverage(self, depth: int) -> float:
+        """The share of the top ``depth`` results judged (0.0 with no result)."""
+        n, m = self.judged(depth)
+        return n / m if m else 0.0
 
     def precision_text(self) -> str:
         """precision@3 with how much of the top 3 was judged: a single figure only when all of it was."""
-        (n, m), c = self.judged_top, self.cutoff
+        (n, m), c = self.judged(self.cutoff), self.cutoff
         if n == m:
             return f"precision@{c} {self.precision_low:.3f} (all {m} top-{c} results judged)"
         return (f"precision@{c} between {self.precision_low:.3f} (unjudged as not relevant) and "
@@ -180,12 +160,8 @@ def agreement(judgments: Sequence[Judgment]) -> list[Agreement]:
 
 
 def evaluate_judged(retriever: Retriever, queries: Sequence[str], judgments: Sequence[Judgment], *,
-                    top_k: int = 5, cutoff: int = 3, min_relevant_grade: int = 1,
-                    current: dict[str, str] | None = None) -> JudgedEvaluation:
-    """Search every query, match its top-k with the (fresh) judgments, and compute the metrics.
-
-    Args:
-        current: ``chunk_id -> content_hash`` of the collection (scrolled from it when None).
+                    top_k: int = 5, cutoff: int = 3, min_relevant_grade: int = 1) -> JudgedEvaluation:
+    """Search every query, match its top-k with the judgments still fresh on the collection, and compute the metrics.
 
     Raises:
         ValidationError: ``cutoff`` above ``top_k``, or ``min_relevant_grade`` not 1 or 2.
@@ -196,8 +172,7 @@ def evaluate_judged(retriever: Retriever, queries: Sequence[str], judgments: Seq
         raise ValidationError(f"min_relevant_grade must be 1 (partly relevant counts) or 2 (only relevant); "
                               f"got {min_relevant_grade!r}", field="min_relevant_grade")
     queries = list(dict.fromkeys(queries))
-    current = collection_hashes(retriever.store, retriever.collection) if current is None else current
-    fresh, stale = split_stale(judgments, current)
+    fresh, stale = split_stale(judgments, collection_hashes(retriever.store, retriever.collection))
     asked = set(queries)
     stale = [s for s in stale if s.judgment.query in asked]
     qrels = to_qrels(j for j in fresh if j.query in asked)
@@ -231,61 +206,6 @@ def evaluate_judged(retriever: Retriever, queries: Sequence[str], judgments: Seq
                             rows=rows, stale=stale, precision_low=mean(per_query, "precision"),
                             precision_high=mean(high, "precision"), ndcg=mean(per_query, "ndcg"),
                             per_query=per_query, agreements=agreement(fresh), responses=list(responses))
-
-
-def _record(report: NotebookReport, ev: JudgedEvaluation, *, min_precision_at_3: float,
-            min_judged_coverage: float) -> None:
-    """Record notebook 13's gates (SC-006 precision@3 with its coverage; judged coverage), metrics, findings.
-
-    Raises:
-        ValidationError: a threshold outside [0, 1].
-    """
-    for name, value in (("min_precision_at_3", min_precision_at_3), ("min_judged_coverage", min_judged_coverage)):
-        if not 0.0 <= value <= 1.0:
-            raise ValidationError(f"{name} must be a share between 0 and 1 (got {value!r})", field=name)
-    c, k = ev.cutoff, ev.top_k
-    (n_top, m_top), (n_all, m_all) = ev.judged_top, ev.judged_all
-    counted = "partly relevant or relevant" if ev.min_relevant_grade == 1 else "relevant"
-    fill = {"min_precision_at_3": min_precision_at_3, "cutoff": c}
-    if not n_all:
-        why = ("nobody has judged this collection's results yet: open notebooks/13_judgments.ipynb in JupyterLab "
-               "(make lab), set judge, and grade them")
-        JUDGED_PRECISION.not_applicable(report, why, fill=fill)
-        JUDGED_COVERAGE.not_applicable(report, why, fill=fill)
-        report.finding(f"no judgments: {m_all} results of {len(ev.queries)} queries wait for a judge")
-        return
-    JUDGED_PRECISION.record(
-        report, ev.precision_low >= min_precision_at_3, fill=fill, value=round(ev.precision_low, 3),
-        threshold=min_precision_at_3, rule=">=", unit="share",
-        hint=(f"judge the {m_top - n_top} unjudged top-{c} results in notebooks/13_judgments.ipynb first"
-              if n_top < m_top else "read the results graded 0 in the results table: improve the chunks "
-              "or the embedder for those queries"),
-        detail=f"{ev.precision_text()} over {len(ev.queries)} queries; grade >= {ev.min_relevant_grade} "
-               f"({counted}) counts")
-    JUDGED_COVERAGE.record(
-        report, ev.coverage_top >= min_judged_coverage, fill=fill, value=round(ev.coverage_top, 3),
-        threshold=min_judged_coverage, rule=">=", unit="share",
-        hint="open notebooks/13_judgments.ipynb in JupyterLab (make lab), set judge, and grade the "
-             "unjudged results listed; stale judgments must be judged again",
-        detail=f"{n_top} of {m_top} top-{c} results judged ({len(ev.stale)} stale judgments not used)")
-    for name, value, unit in ((f"precision_at_{c}", ev.precision_low, "share"),
-                              (f"precision_at_{c}_upper", ev.precision_high, "share"),
-                              (f"ndcg_at_{k}", ev.ndcg, ""), (f"judged_coverage_top{c}", ev.coverage_top, "share"),
-                              (f"judged_coverage_top{k}", ev.coverage_all, "share"),
-                              ("unjudged_results", m_all - n_all, "results"),
-                              ("stale_judgments", len(ev.stale), "judgments")):
-        report.metric(name, round(value, 4) if isinstance(value, float) else value, unit)
-    report.finding(f"SC-006: {ev.precision_text()}, over {len(ev.queries)} queries (judged: {n_all} of {m_all} "
-                   f"top-{k} results); graded nDCG@{k} {ev.ndcg:.3f}")
-    if ev.stale:
-        gone = sum(s.reason == "gone" for s in ev.stale)
-        report.finding(f"{len(ev.stale)} judgments are stale ({gone} chunks gone, {len(ev.stale) - gone} changed "
-                       "text) and were not used: judge those results again")
-    for a in ev.agreements:
-        kappa = "undefined" if a.kappa is None else f"{a.kappa:.3f}"
-        report.metric(f"kappa_{a.judges[0]}_{a.judges[1]}", a.kappa, "")
-        report.finding(f"judges {a.judges[0]} and {a.judges[1]}: Cohen's kappa {kappa} over {a.pairs} pairs, "
-                       f"{len(a.disagreements)} disagreements")
 
 
 # --------------------------------------------------------------------------- tables
@@ -364,7 +284,6 @@ def golden_frame(validation: ValidationReport, ev: JudgedEvaluation):
     return frame.astype({"pattern_rank": "Int64", "first_relevant_rank": "Int64"})
 
 
-
 # --------------------------------------------------------------------------- notebook 13
 def run(ctx: NotebookRun, *, judgments: str, agreement_files: Sequence[str], query_sets: str, judged_query_set: str,
         judged_top_k: int, min_relevant_grade: int, min_precision_at_3: float, min_judged_coverage: float,
@@ -413,8 +332,8 @@ class Judgments:
         f, ev = self.file, self.evaluation
         return (f"{f.path.name}: {len(f.judgments)} judgments by {', '.join(f.judges()) or 'nobody yet'}"
                 f"{'; ' + f.about if f.about else ''}\n"
-                f"{len(ev.queries)} questions of {self.query_set!r}, top {ev.top_k}: {ev.judged_all[0]} of "
-                f"{ev.judged_all[1]} results judged, {len(ev.stale)} stale judgments; {ev.precision_text()}")
+                f"{len(ev.queries)} questions of {self.query_set!r}, top {ev.top_k}: {ev.judged(ev.top_k)[0]} of "
+                f"{ev.judged(ev.top_k)[1]} results judged, {len(ev.stale)} stale judgments; {ev.precision_text()}")
 
     def agreement_text(self) -> str:
         """One line per pair of judges (pairs judged, Cohen's kappa, disagreements), then how many pairs."""
@@ -434,9 +353,60 @@ class Judgments:
         return out
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        """The tables (the disagreements aside: they are shown), then the gates, metrics and findings."""
+        """The tables (the disagreements aside: they are shown), then the gates, metrics and findings.
+
+        Raises:
+            ValidationError: a threshold outside [0, 1].
+        """
         for name, frame in self.tables().items():
             if name != "disagreements":
                 report.table(frame, name)
-        _record(report, self.evaluation, min_precision_at_3=self.min_precision_at_3,
-                min_judged_coverage=self.min_judged_coverage)
+        # gates: SC-006 precision@3 with its coverage; judged coverage
+        ev, min_precision_at_3, min_judged_coverage = self.evaluation, self.min_precision_at_3, self.min_judged_coverage
+        for name, value in (("min_precision_at_3", min_precision_at_3), ("min_judged_coverage", min_judged_coverage)):
+            if not 0.0 <= value <= 1.0:
+                raise ValidationError(f"{name} must be a share between 0 and 1 (got {value!r})", field=name)
+        c, k = ev.cutoff, ev.top_k
+        (n_top, m_top), (n_all, m_all) = ev.judged(c), ev.judged(k)
+        counted = "partly relevant or relevant" if ev.min_relevant_grade == 1 else "relevant"
+        fill = {"min_precision_at_3": min_precision_at_3, "cutoff": c}
+        if not n_all:
+            why = ("nobody has judged this collection's results yet: open notebooks/13_judgments.ipynb in JupyterLab "
+                   "(make lab), set judge, and grade them")
+            JUDGED_PRECISION.not_applicable(report, why, fill=fill)
+            JUDGED_COVERAGE.not_applicable(report, why, fill=fill)
+            report.finding(f"no judgments: {m_all} results of {len(ev.queries)} queries wait for a judge")
+            return
+        JUDGED_PRECISION.record(
+            report, ev.precision_low >= min_precision_at_3, fill=fill, value=round(ev.precision_low, 3),
+            threshold=min_precision_at_3, rule=">=", unit="share",
+            hint=(f"judge the {m_top - n_top} unjudged top-{c} results in notebooks/13_judgments.ipynb first"
+                  if n_top < m_top else "read the results graded 0 in the results table: improve the chunks "
+                  "or the embedder for those queries"),
+            detail=f"{ev.precision_text()} over {len(ev.queries)} queries; grade >= {ev.min_relevant_grade} "
+                   f"({counted}) counts")
+        JUDGED_COVERAGE.record(
+            report, ev.coverage(c) >= min_judged_coverage, fill=fill, value=round(ev.coverage(c), 3),
+            threshold=min_judged_coverage, rule=">=", unit="share",
+            hint="open notebooks/13_judgments.ipynb in JupyterLab (make lab), set judge, and grade the "
+                 "unjudged results listed; stale judgments must be judged again",
+            detail=f"{n_top} of {m_top} top-{c} results judged ({len(ev.stale)} stale judgments not used)")
+        for name, value, unit in ((f"precision_at_{c}", ev.precision_low, "share"),
+                                  (f"precision_at_{c}_upper", ev.precision_high, "share"),
+                                  (f"ndcg_at_{k}", ev.ndcg, ""), (f"judged_coverage_top{c}", ev.coverage(c), "share"),
+                                  (f"judged_coverage_top{k}", ev.coverage(k), "share"),
+                                  ("unjudged_results", m_all - n_all, "results"),
+                                  ("stale_judgments", len(ev.stale), "judgments")):
+            report.metric(name, round(value, 4) if isinstance(value, float) else value, unit)
+        report.finding(f"SC-006: {ev.precision_text()}, over {len(ev.queries)} queries (judged: {n_all} of {m_all} "
+                       f"top-{k} results); graded nDCG@{k} {ev.ndcg:.3f}")
+        if ev.stale:
+            gone = sum(s.reason == "gone" for s in ev.stale)
+            report.finding(f"{len(ev.stale)} judgments are stale ({gone} chunks gone, {len(ev.stale) - gone} changed "
+                           "text) and were not used: judge those results again")
+        for a in ev.agreements:
+            kappa = "undefined" if a.kappa is None else f"{a.kappa:.3f}"
+            report.metric(f"kappa_{a.judges[0]}_{a.judges[1]}", a.kappa, "")
+            report.finding(f"judges {a.judges[0]} and {a.judges[1]}: Cohen's kappa {kappa} over {a.pairs} pairs, "
+                           f"{len(a.disagreements)} disagreements")
+

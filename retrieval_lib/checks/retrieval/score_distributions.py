@@ -2,18 +2,9 @@
 
 Seed 000 SC-008 asks for similarity scores normalised to [0, 1]; SC-001 and
 seed 004's negative test ask that relevant queries score high and unrelated
-ones low. The check runs two query sets (in-domain and out-of-domain, "OOD") and turns their
-:class:`~retrieval_lib.models.SearchResponse` lists into the figures that answer where a
-similarity threshold should sit:
-
-- :func:`score_frame`: one row per result (set, query, rank, scores),
-- :func:`clip_counts`: how many raw cosine scores fell outside [0, 1] and were clipped,
-- the threshold's side (:mod:`._thresholds`): each query's top-1, the separation of the sets, the trade-off per
-  threshold, the recommended threshold with its intervals, and what ``candidate_threshold`` keeps and rejects.
-
-:func:`run` is the check (notebook 02 and ``check score_distributions``): it asks both sets of ``ctx.retriever``
-(the team's retriever when the profile names one) with no threshold; its :class:`ScoreDistributions` records the
-gates, figures and tables.
+ones low. The check runs two query sets (in-domain and out-of-domain, "OOD") and turns their answers into the
+figures that answer where a similarity threshold should sit: every score, how many raw cosine scores fell outside
+[0, 1] and were clipped (:func:`clip_counts`), and the threshold's side (:mod:`._thresholds`).
 
 A query with no result at all (possible only with a threshold or a filter)
 has a top-1 of NaN: it keeps nothing at any threshold.
@@ -48,34 +39,7 @@ from retrieval_lib.workbook.runfiles import write_run
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "ScoreDistributions", "ScoreStudy", "measure", "score_frame", "clip_counts", "ClipCounts",
-           "top1_summary", "recommend", "recommend_threshold", "ThresholdGap", "ThresholdVerdict"]
-
-#: The gates this check records.
-GATES = (SCORES_RANGE, SCORES_SEPARATION, SCORES_THRESHOLD)
-
-
-def score_frame(sets: Mapping[str, Sequence[SearchResponse]], *, decimals: int = 4):
-    """One row per result of every response, labelled with its set.
-
-    Args:
-        sets: set label (e.g. ``"in_domain"``) to that set's responses.
-        decimals: rounding of the score columns, so tables compare stably.
-
-    Returns:
-        A pandas DataFrame with columns ``set, query, rank, similarity_score,
-        raw_score, source_file``; a query with no result contributes no row.
-    """
-    import pandas as pd
-
-    rows = []
-    for label, responses in sets.items():
-        for response in responses:
-            for rank, r in enumerate(response.results, 1):
-                rows.append({"set": label, "query": response.query_text, "rank": rank,
-                             "similarity_score": round(r.similarity_score, decimals),
-                             "raw_score": round(r.raw_score, decimals), "source_file": r.source_file})
-    return pd.DataFrame(rows, columns=["set", "query", "rank", "similarity_score", "raw_score", "source_file"])
+__all__ = ["run", "ScoreDistributions", "ScoreStudy", "measure", "recommend"]
 
 
 @dataclass(frozen=True)
@@ -151,17 +115,20 @@ class ScoreStudy:
         return recommend_threshold(self.in_top1, self.ood_top1)
 
     def frame(self, *, decimals: int = 4):
-        """:func:`score_frame` of both sets (labels ``in_domain`` and ``out_of_domain``)."""
-        return score_frame({"in_domain": self.in_domain, "out_of_domain": self.out_of_domain}, decimals=decimals)
+        """One row per result of both sets: ``set`` (``in_domain`` or ``out_of_domain``), ``query, rank,
+        similarity_score, raw_score`` (rounded to ``decimals``, so tables compare stably), ``source_file``."""
+        import pandas as pd
+
+        rows = [{"set": label, "query": response.query_text, "rank": rank,
+                 "similarity_score": round(r.similarity_score, decimals), "raw_score": round(r.raw_score, decimals),
+                 "source_file": r.source_file}
+                for label, responses in (("in_domain", self.in_domain), ("out_of_domain", self.out_of_domain))
+                for response in responses for rank, r in enumerate(response.results, 1)]
+        return pd.DataFrame(rows, columns=["set", "query", "rank", "similarity_score", "raw_score", "source_file"])
 
 
 def measure(retriever: Any, in_domain: Sequence[str], out_of_domain: Sequence[str], *, top_k: int) -> ScoreStudy:
-    """Run both query sets with no threshold, so every query gets its ``top_k`` best chunks.
-
-    Args:
-        retriever: a :class:`~retrieval_lib.search.Retriever`.
-        in_domain, out_of_domain: the queries of each set.
-        top_k: results per query.
+    """Run both query sets through ``retriever`` with no threshold, so every query gets its ``top_k`` best chunks.
 
     Raises:
         ValidationError: either set is empty. Anything :meth:`Retriever.search_many` raises.
@@ -211,7 +178,8 @@ def tradeoff_figure(study: ScoreStudy, candidate_threshold: float):
     return share_curves(
         table["threshold"], {"in-domain kept": table["in_domain_kept"], "out-of-domain kept": table["ood_kept"]},
         threshold=candidate_threshold, threshold_label="candidate_threshold",
-        band=(gap.highest_ood, gap.lowest_in_domain) if gap.has_gap else None, band_label="gap between the sets",
+        band=(gap.highest_ood, gap.lowest_in_domain) if gap.recommended is not None else None,
+        band_label="gap between the sets",
         marker=gap.recommended, title="Share of queries that still get a result, per threshold",
         xlabel="similarity threshold", ylabel="share of queries with ≥ 1 result")
 
@@ -280,80 +248,67 @@ class ScoreDistributions:
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
         """Record the tables, the histograms, the trade-off curves and the ROC (``show``: display them), the
         threshold's intervals, then the three gates with their findings and metrics, and the run file."""
-        study, tables = self.study, self.tables()
-        report.table(tables["scores"], "scores")
-        report.table(tables["top1_per_query"], "top1_per_query")
+        study = self.study
+        for name, frame in self.tables().items():
+            report.table(frame, name)
         report.figure(histogram_figure(study, self.candidate_threshold), "histograms", show=show)
-        report.table(tables["top1_summary"], "top1_summary")
         report.figure(tradeoff_figure(study, self.candidate_threshold), "tradeoff", show=show)
-        report.table(tables["tradeoff"], "tradeoff")
         if self.uncertainty is None:
             report.finding(self._interval())
         else:
             _thresholds.record(report, self.uncertainty)
             report.figure(_thresholds.roc_figure(study.in_top1, study.ood_top1, self.uncertainty), "roc", show=show)
-        _record(report, study, candidate_threshold=self.candidate_threshold, min_separation=self.min_separation,
-                provenance=self.provenance)
+        # gates: every similarity score within [0, 1] (seed 000 SC-008); the separation; what candidate_threshold
+        # keeps and rejects
+        in_top1, ood_top1, gap = study.in_top1, study.ood_top1, study.gap
+        clips = clip_counts(study.in_domain + study.out_of_domain)
+        verdict, prov = self.verdict, self.provenance
+        candidate_threshold, min_separation = self.candidate_threshold, self.min_separation
+        SCORES_RANGE.record(
+            report, clips.out_of_range == 0 and clips.scores > 0, value=clips.out_of_range, threshold=0, rule="==",
+            unit="scores", provenance=prov,
+            detail=f"{clips.scores} scores, {clips.out_of_range} outside [0, 1]; {clips.negative} raw cosine scores "
+                   f"were negative and clipped to 0, {clips.above_one} above 1 clipped to 1 (lowest raw score "
+                   f"{clips.min_raw:.3f})")
+        SCORES_SEPARATION.record(
+            report, gap.width >= min_separation, value=round(gap.width, 4), threshold=min_separation, rule=">=",
+            detail=f"min in-domain top-1 {gap.lowest_in_domain:.3f} - max OOD top-1 {gap.highest_ood:.3f} "
+                   f"= {gap.width:.3f}", provenance=prov)
+        lost = ", ".join(repr(q) for q in verdict.in_domain_lost) or "none"
+        admitted = ", ".join(repr(q) for q in verdict.ood_admitted) or "none"
+        SCORES_THRESHOLD.record(
+            report, verdict.passed, fill={"candidate_threshold": candidate_threshold}, value=candidate_threshold,
+            threshold=candidate_threshold,
+            hint=(f"set `candidate_threshold` to {gap.recommended:.3f}, the middle of the gap between the sets"
+                  if gap.recommended is not None else "no threshold separates the sets: see the trade-off table"),
+            detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}",
+            provenance=prov)
 
-
-def _record(report: NotebookReport, study: ScoreStudy, *, candidate_threshold: float,
-            min_separation: float, provenance: Provenance | None = None) -> ThresholdVerdict:
-    """Record notebook 02's gates, findings, metrics and run file on ``report`` (:meth:`ScoreDistributions.record`).
-
-    Gates: every similarity score within [0, 1] (:func:`clip_counts`, seed 000 SC-008);
-    ``separation >= min_separation``; ``candidate_threshold`` keeps every in-domain query and
-    rejects every OOD one (:func:`judge_threshold`). Returns that verdict.
-
-    ``provenance``: the query sets' drafted and reviewed queries (``QuerySets.provenance_of``); when the sets
-    carry origins, each gate says "on N drafted, M reviewed queries".
-    """
-    in_top1, ood_top1, gap = study.in_top1, study.ood_top1, study.gap
-    clips = clip_counts(study.in_domain + study.out_of_domain)
-    verdict = judge_threshold(study.in_domain, study.out_of_domain, candidate_threshold)
-    SCORES_RANGE.record(
-        report, clips.out_of_range == 0 and clips.scores > 0, value=clips.out_of_range, threshold=0, rule="==",
-        unit="scores", provenance=provenance,
-        detail=f"{clips.scores} scores, {clips.out_of_range} outside [0, 1]; {clips.negative} raw cosine scores were "
-               f"negative and clipped to 0, {clips.above_one} above 1 clipped to 1 (lowest raw score "
-               f"{clips.min_raw:.3f})")
-    SCORES_SEPARATION.record(
-        report, gap.width >= min_separation, value=round(gap.width, 4), threshold=min_separation, rule=">=",
-        detail=f"min in-domain top-1 {gap.lowest_in_domain:.3f} - max OOD top-1 {gap.highest_ood:.3f} "
-               f"= {gap.width:.3f}", provenance=provenance)
-    lost = ", ".join(repr(q) for q in verdict.in_domain_lost) or "none"
-    admitted = ", ".join(repr(q) for q in verdict.ood_admitted) or "none"
-    SCORES_THRESHOLD.record(
-        report, verdict.passed, fill={"candidate_threshold": candidate_threshold}, value=candidate_threshold,
-        threshold=candidate_threshold,
-        hint=(f"set `candidate_threshold` to {gap.recommended:.3f}, the middle of the gap between the sets"
-              if gap.recommended is not None else "no threshold separates the sets: see the trade-off table"),
-        detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}",
-        provenance=provenance)
-
-    answered = [s for s in in_top1 if not math.isnan(s)]  # queries with no result have no top-1 to describe
-    median, highest = (statistics.median(answered), max(answered)) if answered else (math.nan, math.nan)
-    in_kept, ood_kept = sum(s >= candidate_threshold for s in in_top1), sum(s >= candidate_threshold for s in ood_top1)
-    in_scores = _every_score(study.in_domain)
-    report.finding(f"in-domain top-1 scores run from {gap.lowest_in_domain:.3f} to {highest:.3f} (median "
-                   f"{median:.3f}); out-of-domain top-1 scores reach at most {gap.highest_ood:.3f}")
-    report.finding(f"at candidate_threshold {candidate_threshold:g}, {in_kept}/{len(in_top1)} in-domain and "
-                   f"{ood_kept}/{len(ood_top1)} out-of-domain queries keep at least one result")
-    report.finding(f"recommended threshold {gap.recommended:.3f} (midpoint of the {gap.width:.3f}-wide gap)"
-                   if gap.recommended is not None
-                   else f"no threshold separates the sets: they overlap by {-gap.width:.3f}")
-    report.finding(f"{sum(s < candidate_threshold for s in in_scores)} of {len(in_scores)} in-domain top-{study.top_k} "
-                   f"results score below {candidate_threshold:g}: at that threshold those queries keep fewer than "
-                   f"{study.top_k} chunks")
-    report.finding(f"{clips.negative} of {clips.scores} raw cosine scores were negative (clipped to 0)")
-    if provenance is not None and provenance.marked:
-        report.finding(f"the query sets hold {provenance.drafted} drafted and {provenance.reviewed} reviewed queries: "
-                       "drafted ones repeat their page's own words and run easier than a person's (docs/drafting.md)")
-    for name, value in (("in_domain_queries", len(in_top1)), ("ood_queries", len(ood_top1)),
-                        ("in_domain_top1_min", gap.lowest_in_domain), ("in_domain_top1_median", median),
-                        ("in_domain_top1_max", highest), ("ood_top1_max", gap.highest_ood),
-                        ("separation", gap.width), ("recommended_threshold", gap.recommended),
-                        ("negative_raw_scores", clips.negative), ("scores_checked", clips.scores)):
-        report.metric(name, value)
-    write_run(report, study.in_domain + study.out_of_domain, top_k=study.top_k,  # for a later comparison (14)
-              kinds=["in_domain"] * len(study.in_domain) + ["out_of_domain"] * len(study.out_of_domain))
-    return verdict
+        answered = [s for s in in_top1 if not math.isnan(s)]  # queries with no result have no top-1 to describe
+        median, highest = (statistics.median(answered), max(answered)) if answered else (math.nan, math.nan)
+        in_kept = sum(s >= candidate_threshold for s in in_top1)
+        ood_kept = sum(s >= candidate_threshold for s in ood_top1)
+        in_scores = _every_score(study.in_domain)
+        report.finding(f"in-domain top-1 scores run from {gap.lowest_in_domain:.3f} to {highest:.3f} (median "
+                       f"{median:.3f}); out-of-domain top-1 scores reach at most {gap.highest_ood:.3f}")
+        report.finding(f"at candidate_threshold {candidate_threshold:g}, {in_kept}/{len(in_top1)} in-domain and "
+                       f"{ood_kept}/{len(ood_top1)} out-of-domain queries keep at least one result")
+        report.finding(f"recommended threshold {gap.recommended:.3f} (midpoint of the {gap.width:.3f}-wide gap)"
+                       if gap.recommended is not None
+                       else f"no threshold separates the sets: they overlap by {-gap.width:.3f}")
+        report.finding(f"{sum(s < candidate_threshold for s in in_scores)} of {len(in_scores)} in-domain "
+                       f"top-{study.top_k} results score below {candidate_threshold:g}: at that threshold those "
+                       f"queries keep fewer than {study.top_k} chunks")
+        report.finding(f"{clips.negative} of {clips.scores} raw cosine scores were negative (clipped to 0)")
+        if prov is not None and prov.marked:
+            report.finding(f"the query sets hold {prov.drafted} drafted and {prov.reviewed} reviewed queries: "
+                           "drafted ones repeat their page's own words and run easier than a person's "
+                           "(docs/drafting.md)")
+        for name, value in (("in_domain_queries", len(in_top1)), ("ood_queries", len(ood_top1)),
+                            ("in_domain_top1_min", gap.lowest_in_domain), ("in_domain_top1_median", median),
+                            ("in_domain_top1_max", highest), ("ood_top1_max", gap.highest_ood),
+                            ("separation", gap.width), ("recommended_threshold", gap.recommended),
+                            ("negative_raw_scores", clips.negative), ("scores_checked", clips.scores)):
+            report.metric(name, value)
+        write_run(report, study.in_domain + study.out_of_domain, top_k=study.top_k,  # for a later comparison (14)
+                  kinds=["in_domain"] * len(study.in_domain) + ["out_of_domain"] * len(study.out_of_domain))

@@ -10,14 +10,11 @@ question:
 - rank shifts: team rank - collection rank of each chunk both returned;
 - hit@k of each side against the golden pages (:func:`retrieval_lib.checks.retrieval.golden_set.matches`: the
   result's page is a pattern's page or lies below it), and the paired test of the difference that ``compare`` uses
-  (:func:`retrieval_lib.checks.comparison._stats.paired_p_values`, ranx's paired t-test over the answered questions).
+  (:func:`retrieval_lib.checks.statistics.paired_p_values`, ranx's paired t-test over the answered questions).
 
 Then the differences get their names (:mod:`retrieval_lib.checks.retrieval._causes`): errors, empty or cut
 answers, results without text or source, another query embedding, another order, a subset of sources. Each comes
-with a small table of evidence; those that are faults have a gate. :func:`run` is the check (notebook 15 and
-``check side_by_side``); its :class:`SideBySideResult` records notebook 15's gates (``side_by_side.*``, defined in
-:mod:`retrieval_lib.checks.gates`), findings, metrics, tables and figures (drawn by
-:mod:`retrieval_lib.checks.retrieval._views`).
+with a small table of evidence; those that are faults have a gate.
 
 Nothing is compared when no retriever is configured (``retriever: kind collection``, the default: the questions
 already go to the collection) or when there is no golden set: every gate is then not applicable, with the reason.
@@ -30,23 +27,14 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-import retrieval_lib.checks.comparison._stats as compare_stats
-from retrieval_lib.checks.gates import (
-    SIDE_BY_SIDE_COMPLETE_ANSWERS,
-    SIDE_BY_SIDE_ERRORS,
-    SIDE_BY_SIDE_HIT_RATE,
-    SIDE_BY_SIDE_QUERY_EMBEDDING,
-    SIDE_BY_SIDE_SOURCES,
-    SIDE_BY_SIDE_TEXT_AND_SOURCE,
-)
+import retrieval_lib.checks.statistics as compare_stats
+from retrieval_lib.checks.gates import SIDE_BY_SIDE_ERRORS, SIDE_BY_SIDE_HIT_RATE
 from retrieval_lib.checks.retrieval import _views as views
 from retrieval_lib.checks.retrieval._causes import name_causes
 from retrieval_lib.checks.retrieval._pairs import (
     ALPHA,
-    Cause,
+    CAUSES,
     QueryPair,
-    Row,
-    Side,
     SideBySide,
     collection_side,
     same_chunk,
@@ -61,18 +49,16 @@ if TYPE_CHECKING:
     from retrieval_lib.search import Retriever
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "SideBySideResult", "Row", "Side", "QueryPair", "Cause", "SideBySide", "compare_answers",
-           "measure", "not_applicable", "GATES", "NO_RETRIEVER", "ALPHA"]
+__all__ = ["run", "SideBySideResult", "compare_answers", "measure", "GATES"]
 
 #: Why nothing is compared when the profile configures no retriever of the team's.
 NO_RETRIEVER = ("no retriever is configured (retriever: kind collection, the default): the questions already go to "
                 "the collection itself, so there is nothing to compare; set `retriever:` in the profile to your "
                 "chatbot's HTTP endpoint or Python function")
 
-#: The gates this check records, in the order it records them.
-GATES = (SIDE_BY_SIDE_ERRORS, SIDE_BY_SIDE_HIT_RATE, SIDE_BY_SIDE_COMPLETE_ANSWERS, SIDE_BY_SIDE_TEXT_AND_SOURCE,
-         SIDE_BY_SIDE_QUERY_EMBEDDING, SIDE_BY_SIDE_SOURCES)
-_BY_ID = {g.id: g for g in GATES}
+#: The gates this check records, in the order it records them: the errors', the hit rate's, then each other cause's.
+GATES = (SIDE_BY_SIDE_ERRORS, SIDE_BY_SIDE_HIT_RATE,
+         *(gate for key, (_, gate) in CAUSES.items() if gate is not None and key != "errors"))
 
 
 # --------------------------------------------------------------------------- the comparison
@@ -88,8 +74,9 @@ def _pair(q: GoldenQuery, kind: str, answer: Answer, response: SearchResponse, k
                     pair.matched.append((t.rank, c.rank))
                     used.add(c.rank)
                     break
-        pair.team_hit = int(any(matches(_as_result(r), p) for r in team.rows[:k] for p in q.expected_url_patterns))
-    pair.collection_hit = int(any(matches(_as_result(r), p) for r in ours.rows[:k] for p in q.expected_url_patterns))
+        # golden.matches reads a result's source_url and source_file only: a row carries both under those names
+        pair.team_hit = int(any(matches(r, p) for r in team.rows[:k] for p in q.expected_url_patterns))
+    pair.collection_hit = int(any(matches(r, p) for r in ours.rows[:k] for p in q.expected_url_patterns))
     return pair
 
 
@@ -97,12 +84,7 @@ def _pair(q: GoldenQuery, kind: str, answer: Answer, response: SearchResponse, k
 _EXPECTED = "__golden_page__"
 
 
-def _as_result(row: Row) -> Any:
-    # golden.matches reads a result's source_url and source_file only: a row carries both under those names
-    return row
-
-
-def _hit_test(pairs: Sequence[QueryPair], alpha: float) -> tuple[float, float, float | None]:
+def _hit_test(pairs: Sequence[QueryPair]) -> tuple[float, float, float | None]:
     """Mean hit@k of each side over the answered questions and the paired test's p (None under 2 questions).
 
     ranx gets page runs in which every result a golden pattern names counts as the one relevant document of its
@@ -126,7 +108,7 @@ def _hit_test(pairs: Sequence[QueryPair], alpha: float) -> tuple[float, float, f
     for i, p in enumerate(answered):
         for run, side in zip(runs, (p.collection, p.team)):
             docs = list(dict.fromkeys(
-                _EXPECTED if any(matches(_as_result(r), pat) for pat in p.patterns) else (r.page or f"rank {r.rank}")
+                _EXPECTED if any(matches(r, pat) for pat in p.patterns) else (r.page or f"rank {r.rank}")
                 for r in side.rows[:p.k]))
             run[f"q{i}"] = {doc: float(len(docs) - rank) for rank, doc in enumerate(docs)}
     metric = f"hit_rate@{answered[0].k}"
@@ -135,13 +117,8 @@ def _hit_test(pairs: Sequence[QueryPair], alpha: float) -> tuple[float, float, f
 
 def compare_answers(golden: GoldenSet, answers: Sequence[Answer], responses: Sequence[SearchResponse], *,
                     top_k: int, retriever: str = "", alpha: float = ALPHA) -> SideBySide:
-    """Pair the team's answers with the collection's, question by question, and test hit@k (no cause yet).
-
-    Args:
-        golden: the set whose ``queries`` then ``extra_queries`` were asked, in that order.
-        answers, responses: the team's answers and the collection's responses, one per question, in that order.
-        top_k: results asked of each side.
-        retriever: the retriever in one line.
+    """Pair the team's answers with the collection's, one per question of ``golden`` (its ``queries`` then its
+    ``extra_queries``, in that order), and test hit@k (no cause yet); ``retriever``: the retriever in one line.
 
     Raises:
         ValueError: the numbers of questions, answers and responses differ.
@@ -151,7 +128,7 @@ def compare_answers(golden: GoldenSet, answers: Sequence[Answer], responses: Seq
         raise ValueError(f"{len(asked)} questions, {len(answers)} answers and {len(responses)} responses: "
                          "each question needs one answer from each side, in the golden set's order")
     pairs = [_pair(q, kind, a, r, top_k) for (q, kind), a, r in zip(asked, answers, responses)]
-    team, ours, p = _hit_test(pairs, alpha)
+    team, ours, p = _hit_test(pairs)
     return SideBySide(retriever=retriever, pairs=pairs, top_k=top_k, team_hit_rate=team, collection_hit_rate=ours,
                       p_value=p, alpha=alpha, provenance=golden.provenance)
 
@@ -161,23 +138,16 @@ def not_applicable(reason: str, *, retriever: str = "", top_k: int = 5) -> SideB
     return SideBySide(retriever=retriever, pairs=[], top_k=top_k, absent=reason)
 
 
-def measure(asker: QuestionRetriever | None, collection: Retriever, golden: GoldenSet, *, top_k: int = 5,
+def measure(asker: QuestionRetriever, collection: Retriever, golden: GoldenSet, *, top_k: int = 5,
             alpha: float = ALPHA) -> SideBySide:
-    """Ask the golden set's in-domain questions through the team's retriever and the collection, and name the
-    causes of every difference.
-
-    Args:
-        asker: the team's retriever (:class:`retrieval_lib.retrievers.QuestionRetriever`: ``ask_many``,
-            ``describe``, ``kind``); None or of kind ``collection``: nothing to compare.
-        collection: the collection's own retriever; each question is asked of it once (``search_many``).
-        golden: the questions (golden and extra queries; negatives are not asked) and their pages.
-        top_k: results asked of each side.
-        alpha: the paired test's significance.
+    """Ask the golden set's in-domain questions (golden and extra queries; negatives are not asked) through the
+    team's retriever (``asker``; of kind ``collection``: nothing to compare) and once through the collection's own
+    retriever, and name the causes of every difference; ``alpha``: the paired test's significance.
 
     Returns:
         A :class:`SideBySide`; its ``absent`` says why nothing was compared when it was not.
     """
-    if asker is None or asker.kind == "collection":
+    if asker.kind == "collection":
         return not_applicable(NO_RETRIEVER, top_k=top_k)
     described = str(asker.describe())
     if golden.absent or not (golden.queries or golden.extra_queries):
@@ -237,80 +207,69 @@ class SideBySideResult:
                 if cause.found and cause.evidence]
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
+        """The tables and figures, then the gates (``side_by_side.*``), findings and metrics; every gate not
+        applicable, with the reason, when nothing was compared (no retriever, no golden set)."""
+        study = self.study
         for name, frame in self.tables().items():
             report.table(frame, name)
-        if self.study.pairs:
-            report.figure(views.hits_figure(self.study), "hits", show=show)
-        if self.study.scores:
-            report.figure(views.scores_figure(self.study), "scores", show=show)
-        _record(report, self.study)
+        if study.pairs:
+            report.figure(views.hits_figure(study), "hits", show=show)
+        if study.scores:
+            report.figure(views.scores_figure(study), "scores", show=show)
+        if study.absent:
+            for gate in GATES:
+                gate.not_applicable(report, study.absent)
+            report.finding(f"side by side: {study.absent}")
+            return
+        self._cause_gate(report, "errors")
+        self._hit_gate(report)
+        for key in CAUSES:
+            if key != "errors":
+                self._cause_gate(report, key)
+        report.finding(f"retriever: {study.retriever}")
+        for cause in study.causes.values():
+            if cause.found:
+                report.finding(f"CAUSE {cause.title}: {cause.summary}")
+        if not any(c.found for c in study.causes.values()):
+            report.finding("no difference has a name: the retriever answers as the collection does")
+        overlaps = [p.overlap for p in study.answered if p.overlap is not None]
+        mean_overlap = sum(overlaps) / len(overlaps) if overlaps else math.nan
+        report.finding(f"mean overlap@{study.top_k} {mean_overlap:.3f} over {len(overlaps)} answered questions "
+                       f"of {len(study.pairs)}")
+        for name, value in (("questions", len(study.pairs)), ("answered", len(study.answered)),
+                            ("mean_overlap_at_k", mean_overlap), ("team_hit_at_k", study.team_hit_rate),
+                            ("collection_hit_at_k", study.collection_hit_rate),
+                            ("hit_p_value", study.p_value if study.p_value is not None else math.nan),
+                            ("top_k", study.top_k)):
+            report.metric(name, value)
+        report.metric("causes_found", sorted(c.key for c in study.causes.values() if c.found))
 
+    def _cause_gate(self, report: NotebookReport, key: str) -> None:
+        cause = self.study.causes.get(key)
+        if cause is None or cause.gate is None:
+            return
+        if cause.found is None:
+            cause.gate.not_applicable(report, cause.summary)
+        else:
+            cause.gate.record(report, not cause.found, hint=HINTS.get(key),
+                              detail=f"{cause.title}: {cause.summary}" if cause.found else cause.summary)
 
-# --------------------------------------------------------------------------- the record
-
-def _hit_gate(report: NotebookReport, s: SideBySide) -> None:
-    answered = s.answered
-    k = s.top_k
-    if len(answered) < 2:
-        SIDE_BY_SIDE_HIT_RATE.not_applicable(report, f"{len(answered)} of {len(s.pairs)} questions answered: the "
-                                                     "paired test needs at least 2 (see the errors gate)")
-        return
-    worse = s.hit_rate_worse
-    p = s.p_value if s.p_value is not None else 1.0
-    SIDE_BY_SIDE_HIT_RATE.record(
-        report, not worse, value=round(s.team_hit_rate, 4), threshold=round(s.collection_hit_rate, 4),
-        unit="hit rate", provenance=s.provenance,
-        detail=(f"hit@{k} {s.team_hit_rate:.3f} through the retriever, {s.collection_hit_rate:.3f} through "
-                f"the collection over {len(answered)} questions; paired t-test p = {p:.3f} "
-                f"({'significantly lower' if worse else 'not significantly lower'} at alpha {s.alpha:g})"),
-        hint="read the named causes below: each says what in the retriever's code differs from the "
-             "collection's own search")
-
-
-def _record(report: NotebookReport, study: SideBySide) -> None:
-    """Record notebook 15's gates (``side_by_side.*``), findings and metrics.
-
-    Every gate is not applicable, with the reason, when nothing was compared (no retriever, no golden set).
-    """
-    if study.absent:
-        for gate in GATES:
-            gate.not_applicable(report, study.absent)
-        report.finding(f"side by side: {study.absent}")
-        return
-    errors = study.causes.get("errors")
-    if errors is not None:
-        _cause_gate(report, errors)
-    _hit_gate(report, study)
-    for key in ("cut", "missing", "embedding", "filter"):
-        cause = study.causes.get(key)
-        if cause is not None:
-            _cause_gate(report, cause)
-    report.finding(f"retriever: {study.retriever}")
-    for cause in study.causes.values():
-        if cause.found:
-            report.finding(f"CAUSE {cause.title}: {cause.summary}")
-    if not any(c.found for c in study.causes.values()):
-        report.finding("no difference has a name: the retriever answers as the collection does")
-    overlaps = [p.overlap for p in study.answered if p.overlap is not None]
-    mean_overlap = sum(overlaps) / len(overlaps) if overlaps else math.nan
-    report.finding(f"mean overlap@{study.top_k} {mean_overlap:.3f} over {len(overlaps)} answered questions "
-                   f"of {len(study.pairs)}")
-    for name, value in (("questions", len(study.pairs)), ("answered", len(study.answered)),
-                        ("mean_overlap_at_k", mean_overlap), ("team_hit_at_k", study.team_hit_rate),
-                        ("collection_hit_at_k", study.collection_hit_rate),
-                        ("hit_p_value", study.p_value if study.p_value is not None else math.nan),
-                        ("top_k", study.top_k)):
-        report.metric(name, value)
-    report.metric("causes_found", sorted(c.key for c in study.causes.values() if c.found))
-
-
-def _cause_gate(report: NotebookReport, cause: Cause) -> None:
-    gate = _BY_ID[str(cause.gate_id)]
-    if cause.found is None:
-        gate.not_applicable(report, cause.summary)
-        return
-    gate.record(report, not cause.found, detail=f"{cause.title}: {cause.summary}" if cause.found else cause.summary,
-                hint=HINTS.get(cause.key))
+    def _hit_gate(self, report: NotebookReport) -> None:
+        s = self.study
+        answered = s.answered
+        if len(answered) < 2:
+            SIDE_BY_SIDE_HIT_RATE.not_applicable(report, f"{len(answered)} of {len(s.pairs)} questions answered: the "
+                                                         "paired test needs at least 2 (see the errors gate)")
+            return
+        worse, p = s.hit_rate_worse, s.p_value if s.p_value is not None else 1.0
+        SIDE_BY_SIDE_HIT_RATE.record(
+            report, not worse, value=round(s.team_hit_rate, 4), threshold=round(s.collection_hit_rate, 4),
+            unit="hit rate", provenance=s.provenance,
+            detail=(f"hit@{s.top_k} {s.team_hit_rate:.3f} through the retriever, {s.collection_hit_rate:.3f} through "
+                    f"the collection over {len(answered)} questions; paired t-test p = {p:.3f} "
+                    f"({'significantly lower' if worse else 'not significantly lower'} at alpha {s.alpha:g})"),
+            hint="read the named causes below: each says what in the retriever's code differs from the "
+                 "collection's own search")
 
 
 #: What to change when a cause's gate fails.

@@ -18,12 +18,8 @@ hand per book:
    - ``heading_hit_rate`` = |own heading queries whose top-k holds a chunk of the file| / |own heading queries|
    - ``reachable`` = some chunk of the file is in the top-k of ANY query
 
-:func:`measure` runs it all (notebook 10 and ``plan`` use its pieces too). :func:`run` is the check (notebook 03 and
-``check source_coverage``): the coverage, and whether each topic query lands in its module (:mod:`._topics`,
-seed 000 SC-007), asked of ``ctx.retriever`` (the team's retriever when the profile names one); its
-:class:`SourceCoverage` records the gates, the figure, the tables and the run file
-(:mod:`retrieval_lib.workbook.runfiles`) that ``compare`` reads. It reads the collection's sources itself: with only a
-team's retriever configured it is not applicable.
+:func:`measure` runs it all (notebook 10 and ``plan`` use its pieces too); the check adds whether each topic query
+lands in its module (:mod:`._topics`, seed 000 SC-007).
 """
 
 from __future__ import annotations
@@ -47,8 +43,8 @@ from retrieval_lib.workbook.runfiles import write_run
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "SourceCoverage", "SourceFile", "CoverageQuery", "FileCoverage", "scan_sources", "tally_sources",
-           "heading_queries", "build_queries", "measure_coverage", "CoverageStudy", "measure", "SCAN_FIELDS"]
+__all__ = ["run", "SourceCoverage", "scan_sources", "tally_sources", "build_queries", "CoverageStudy", "measure",
+           "SCAN_FIELDS"]
 
 #: The gates this check records (the topic gate is one per topic, or one for a topics file).
 GATES = (COVERAGE_REACHABLE, COVERAGE_TOPIC, COVERAGE_TOPICS)
@@ -220,24 +216,16 @@ def measure_coverage(sources: Sequence[SourceFile], queries: Sequence[CoverageQu
     return [table[s.path] for s in sources]
 
 
-def coverage_frame(coverage: Sequence[FileCoverage], *, decimals: int = 3, list_queries: bool = False):
-    """One row per file: chunks, heading queries, hits, hit rate, reachable, reached-by count (and list).
-
-    Args:
-        list_queries: add a ``reached_by`` column joining every reaching query with `` | ``.
-    """
+def coverage_frame(coverage: Sequence[FileCoverage], *, decimals: int = 3):
+    """One row per file: chunks, heading queries, hits, hit rate, reachable, how many queries reached it, and every
+    one of them (``reached_by``, joined with `` | ``)."""
     import pandas as pd
 
-    rows = []
-    for c in coverage:
-        row = {"source_file": c.path, "chunks": c.chunks, "heading_queries": len(c.heading_queries),
-               "heading_hits": len(c.heading_hits), "heading_hit_rate": round(c.heading_hit_rate, decimals),
-               "reachable": c.reachable, "queries_reaching": len(c.reached_by),
-               "other_queries_reaching": len(c.reached_by_others)}
-        if list_queries:
-            row["reached_by"] = " | ".join(c.reached_by)
-        rows.append(row)
-    return pd.DataFrame(rows)
+    return pd.DataFrame([{"source_file": c.path, "chunks": c.chunks, "heading_queries": len(c.heading_queries),
+                          "heading_hits": len(c.heading_hits), "heading_hit_rate": round(c.heading_hit_rate, decimals),
+                          "reachable": c.reachable, "queries_reaching": len(c.reached_by),
+                          "other_queries_reaching": len(c.reached_by_others), "reached_by": " | ".join(c.reached_by)}
+                         for c in coverage])
 
 
 def missed_heading_queries(queries: Sequence[CoverageQuery], responses: Sequence[SearchResponse], *,
@@ -288,19 +276,11 @@ class CoverageStudy:
         """Reachable files / files (0.0 for an empty collection)."""
         return 1 - len(self.unreachable) / len(self.files) if self.files else 0.0
 
-    def origins(self) -> dict[str, int]:
-        """Queries per origin (``heading``, ``golden``, ``extra``), in first-seen order."""
-        return dict(Counter(q.origin for q in self.queries))
-
 
 def measure(retriever: Any, *, top_k: int, headings_per_file: int, golden: GoldenSet | None = None) -> CoverageStudy:
-    """Scan every file, ask its headings (and the golden set's queries) without a filter, and judge each file.
-
-    Args:
-        retriever: a :class:`~retrieval_lib.search.Retriever`.
-        top_k: results per query.
-        headings_per_file: own headings asked per file (:func:`heading_queries`).
-        golden: its ``queries`` (origin ``golden``) and ``extra_queries`` (``extra``) are asked too.
+    """Scan every file of ``retriever``'s collection, ask up to ``headings_per_file`` of its headings
+    (:func:`heading_queries`) and the ``golden`` set's ``queries`` (origin ``golden``) and ``extra_queries``
+    (``extra``) without a filter, top ``top_k``, and judge each file.
 
     Raises:
         ValidationError: ``headings_per_file`` below 1. Anything the store or the search raises.
@@ -375,7 +355,7 @@ class SourceCoverage:
             f"{len(s.sources)} source files, {sum(f.chunks for f in s.sources)} chunks scanned of {self.points} "
             "points in the collection",
             f"{len(s.queries)} queries ({len({q.text for q in s.queries})} distinct), top {s.top_k} each, no filter; "
-            f"by origin: {s.origins()}",
+            f"by origin: {dict(Counter(q.origin for q in s.queries))}",
             f"{len(s.unreachable)} of {len(s.files)} files in no query's top {s.top_k}: "
             f"{', '.join(s.unreachable) or 'none'}",
             f"{len(missed)} heading queries in {missed['source_file'].nunique()} files missed their own file",
@@ -385,59 +365,45 @@ class SourceCoverage:
         """``inventory`` (every source file), ``coverage`` (per file, with every query that reached it),
         ``missed_heading_queries`` (and where their top-1 went) and ``topics`` (each topic's landing)."""
         s = self.study
-        return {"inventory": inventory_frame(s.sources), "coverage": coverage_frame(s.files, list_queries=True),
+        return {"inventory": inventory_frame(s.sources), "coverage": coverage_frame(s.files),
                 "missed_heading_queries": missed_heading_queries(s.queries, s.responses),
                 "topics": self.topics.frame()}
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        """Record the tables, the hit-rate figure (``show``: display it), the gates, findings, metrics and the run
-        file."""
-        tables = self.tables()
-        report.table(tables["inventory"], "inventory")
-        report.table(tables["coverage"], "coverage")
-        report.figure(hit_rate_figure(self.study), "hit_rate", show=show)
-        report.table(tables["missed_heading_queries"], "missed_heading_queries")
-        report.table(tables["topics"], "topics")
-        _record(report, self.study, topics=self.topics, min_reachable_share=self.min_reachable_share,
-                min_primary_share=self.min_primary_share)
-
-
-def _record(report: NotebookReport, study: CoverageStudy, *, topics: _topics.TopicStudy, min_reachable_share: float,
-            min_primary_share: float) -> float:
-    """Record notebook 03's gates (seed 000 SC-003 reachability, SC-007 module), findings, metrics and run file.
-
-    The module gate comes from ``topics`` (the profile's primary query, or a drafted topics file); returns the share
-    it judged.
-    """
-    files, k, unreachable = study.files, study.top_k, study.unreachable
-    reachable = len(files) - len(unreachable)
-    COVERAGE_REACHABLE.record(
-        report, study.reachable_share >= min_reachable_share, value=round(study.reachable_share, 4),
-        threshold=min_reachable_share, rule=">=", unit="share",
-        detail=(f"{reachable}/{len(files)} files in some query's top-{k}; "
-                + ("unreachable: " + ", ".join(unreachable) if unreachable else "none unreachable")))
-    share = topics.record(report, min_primary_share=min_primary_share)
-    mean_hit = sum(c.heading_hit_rate for c in files) / len(files) if files else 0.0
-    weak = sum(c.heading_hit_rate < 1.0 for c in files)
-    independent = sum(bool(c.reached_by_others) for c in files)
-    missed = len(missed_heading_queries(study.queries, study.responses))
-    listed = f"; unreachable: {', '.join(unreachable)}" if unreachable else ""
-    report.finding(f"{len(files)} source files ({sum(c.chunks for c in files)} chunks); {reachable} reachable by "
-                   f"unfiltered top-{k} retrieval{listed}")
-    report.finding(f"heading queries find their own file in {sum(len(c.heading_hits) for c in files)} of "
-                   f"{sum(len(c.heading_queries) for c in files)} cases (mean per-file hit rate {mean_hit:.2f}); "
-                   f"{weak} files below 1.0")
-    report.finding(f"{independent} of {len(files)} files are also reached by a query not taken from their own "
-                   f"headings (another file's heading or a golden query)")
-    if files:  # the file whose own headings most often miss it
-        least = min(files, key=lambda c: (c.heading_hit_rate, c.path))
-        report.finding(f"lowest heading hit rate: {least.path} ({least.hits_of_queries})")
-    for name, value in (("source_files", len(files)), ("chunks", sum(c.chunks for c in files)),
-                        ("queries", len(study.queries)), ("reachable_files", reachable),
-                        ("reachable_share", study.reachable_share), ("unreachable_files", unreachable),
-                        ("mean_heading_hit_rate", mean_hit), ("files_reached_by_other_queries", independent),
-                        ("missed_heading_queries", missed), ("primary_share", share)):
-        report.metric(name, value)
-    write_run(report, study.responses, kinds=[q.origin for q in study.queries], top_k=k, query_set="derived",
-              qrels=[(q.text, q.owner) for q in study.queries if q.owner], qrels_level="source_file")
-    return share
+        """Record the tables, the hit-rate figure (``show``: display it), the gates (seed 000 SC-003 reachability;
+        SC-007 from the topics), findings, metrics and the run file."""
+        tables, study = self.tables(), self.study
+        for name, frame in tables.items():
+            report.table(frame, name)
+        report.figure(hit_rate_figure(study), "hit_rate", show=show)
+        files, k, unreachable = study.files, study.top_k, study.unreachable
+        reachable = len(files) - len(unreachable)
+        COVERAGE_REACHABLE.record(
+            report, study.reachable_share >= self.min_reachable_share, value=round(study.reachable_share, 4),
+            threshold=self.min_reachable_share, rule=">=", unit="share",
+            detail=(f"{reachable}/{len(files)} files in some query's top-{k}; "
+                    + ("unreachable: " + ", ".join(unreachable) if unreachable else "none unreachable")))
+        share = self.topics.record(report, min_primary_share=self.min_primary_share)
+        mean_hit = sum(c.heading_hit_rate for c in files) / len(files) if files else 0.0
+        weak = sum(c.heading_hit_rate < 1.0 for c in files)
+        independent = sum(bool(c.reached_by_others) for c in files)
+        listed = f"; unreachable: {', '.join(unreachable)}" if unreachable else ""
+        report.finding(f"{len(files)} source files ({sum(c.chunks for c in files)} chunks); {reachable} reachable by "
+                       f"unfiltered top-{k} retrieval{listed}")
+        report.finding(f"heading queries find their own file in {sum(len(c.heading_hits) for c in files)} of "
+                       f"{sum(len(c.heading_queries) for c in files)} cases (mean per-file hit rate {mean_hit:.2f}); "
+                       f"{weak} files below 1.0")
+        report.finding(f"{independent} of {len(files)} files are also reached by a query not taken from their own "
+                       f"headings (another file's heading or a golden query)")
+        if files:  # the file whose own headings most often miss it
+            least = min(files, key=lambda c: (c.heading_hit_rate, c.path))
+            report.finding(f"lowest heading hit rate: {least.path} ({least.hits_of_queries})")
+        for name, value in (("source_files", len(files)), ("chunks", sum(c.chunks for c in files)),
+                            ("queries", len(study.queries)), ("reachable_files", reachable),
+                            ("reachable_share", study.reachable_share), ("unreachable_files", unreachable),
+                            ("mean_heading_hit_rate", mean_hit), ("files_reached_by_other_queries", independent),
+                            ("missed_heading_queries", len(tables["missed_heading_queries"])),
+                            ("primary_share", share)):
+            report.metric(name, value)
+        write_run(report, study.responses, kinds=[q.origin for q in study.queries], top_k=k, query_set="derived",
+                  qrels=[(q.text, q.owner) for q in study.queries if q.owner], qrels_level="source_file")

@@ -43,13 +43,8 @@ class Answer:
 
 
 class ApiClient:
-    """A small client for ``POST /search`` and ``GET /health`` at ``url``.
-
-    Args:
-        url: the service's base URL, e.g. ``http://127.0.0.1:8000`` (no trailing path needed).
-        timeout: seconds for one request.
-        max_connections: connection pool size (for concurrent requests).
-    """
+    """A small client for ``POST /search`` and ``GET /health`` at ``url``, the service's base URL (e.g.
+    ``http://127.0.0.1:8000``); ``timeout``: seconds for one request; ``max_connections``: its pool's size."""
 
     def __init__(self, url: str, *, timeout: float = 30.0, max_connections: int = 100) -> None:
         if not url.startswith(("http://", "https://")):

@@ -152,7 +152,6 @@ def record(report: NotebookReport, result: MetadataConsistency) -> None:
         + result.rows_without_point + result.differing + result.unkeyed_points, threshold=0, rule="==",
         detail=(f"{result.points} points, {result.rows} rows: {result.points_without_row} points without a row, "
                 f"{result.rows_without_point} rows without a point, fields differing: {differing}"),
-        hint="run `python -m retrieval_lib ingest` to bring the rows in line with the collection",
-    )
+        hint=API_METADATA.causes)
     for example in result.examples[:_EXAMPLES]:
         report.finding(f"metadata: {example}")

@@ -18,11 +18,10 @@ from contextlib import contextmanager
 from pathlib import Path
 from typing import IO, Any
 
-from retrieval_lib.checks.service._client import ApiClient
 from retrieval_lib.config import Settings
 from retrieval_lib.errors import ConfigurationError
 
-__all__ = ["free_port", "ServiceProcess", "own_service", "ApiTarget", "LOOPBACK"]
+__all__ = ["free_port", "ServiceProcess", "own_service", "LOOPBACK"]
 
 LOOPBACK = "127.0.0.1"
 
@@ -37,16 +36,11 @@ def free_port(host: str = LOOPBACK) -> int:
 class ServiceProcess:
     """``python -m retrieval_lib serve`` as a child process on a free loopback port.
 
-    ``with ServiceProcess(env={...}) as svc: svc.url ...``; on exit it is stopped
-    (SIGTERM, then SIGKILL after ``stop_timeout``). ``startup_seconds`` is the time
-    from launch to the first ``/health`` 200 (seed 003 SC-001), None if never healthy.
-
-    Args:
-        env: environment variables for the child, on top of this process's (``inherit_env``) or alone.
-        args: extra command-line options for ``serve`` (``["--log-file", "q.log"]``).
-        startup_timeout: seconds to wait for ``/health`` to answer.
-        require_healthy: wait for a 200, not just any answer (a 503 from a service whose
-            dependency is down is an answer).
+    ``with ServiceProcess(env={...}) as svc: svc.url ...``; on exit it is stopped (SIGTERM, then SIGKILL after
+    ``stop_timeout``). ``startup_seconds`` is the time from launch to the first ``/health`` 200 (seed 003 SC-001),
+    None if never healthy. ``env`` goes on top of this process's environment (``inherit_env``) or alone; ``args``
+    are extra options for ``serve`` (``["--log-file", "q.log"]``); ``require_healthy``: wait for a 200, not just
+    any answer (a 503 from a service whose dependency is down is an answer).
     """
 
     def __init__(self, *, env: Mapping[str, str] | None = None, inherit_env: bool = True, args: Sequence[str] = (),
@@ -158,43 +152,3 @@ def own_service(settings: Settings, *, startup_timeout: float = 120.0) -> Iterat
             env["QDRANT_PATH"] = str(copy)
         with ServiceProcess(env=env, startup_timeout=startup_timeout) as svc:
             yield svc
-
-
-class ApiTarget:
-    """The service a notebook validates: the one at ``api_url``, or (empty) our own, started for it.
-
-    Build with :meth:`open`; :meth:`close` stops our own service. ``own`` says whether it is ours
-    (then the library's answers are the reference), ``startup_seconds`` how long ours took to
-    answer ``/health`` 200 after launch (None for a service found running).
-    """
-
-    def __init__(self, client: Any, *, own: bool, startup_seconds: float | None, stack: Any) -> None:
-        self.client = client
-        self.own = own
-        self.startup_seconds = startup_seconds
-        self._stack = stack
-
-    @classmethod
-    def open(cls, api_url: str, settings: Settings, *, timeout: float = 30.0) -> ApiTarget:
-        """Connect to ``api_url``, or start our own service when it is empty.
-
-        Raises:
-            ConfigurationError: ``api_url`` is not an http(s) URL, or our service did not start.
-        """
-        from contextlib import ExitStack
-
-        with ExitStack() as stack:
-            svc = stack.enter_context(own_service(settings)) if not api_url else None
-            client = stack.enter_context(ApiClient(svc.url if svc else api_url, timeout=timeout))
-            return cls(client, own=svc is not None, startup_seconds=svc.startup_seconds if svc else None,
-                       stack=stack.pop_all())
-        raise AssertionError("unreachable")  # pragma: no cover - the with block returns
-
-    def describe(self) -> str:
-        """One line: which service is validated (no port or path, so the line is the same on every run)."""
-        return ("this project's own service, started on a free loopback port for this notebook" if self.own
-                else "the service at the given api_url")
-
-    def close(self) -> None:
-        self._stack.close()
-

@@ -40,8 +40,7 @@ from retrieval_lib.percentile import percentile
 from retrieval_lib.search import Retriever, same_ranking
 from retrieval_lib.workbook.report import MARKS, NotebookReport, gate_state
 
-__all__ = ["ERROR_CASES", "PROBE_QUERIES", "Concurrent", "ApiValidation", "validate_service", "record", "cases_frame",
-           "latency_frame", "verdicts"]
+__all__ = ["ApiValidation", "validate_service", "record", "cases_frame", "latency_frame", "verdicts"]
 
 #: What probes a service whose book has no golden set.
 PROBE_QUERIES: tuple[str, ...] = ("What is this book about?",)
@@ -55,12 +54,14 @@ ERROR_CASES: tuple[tuple[str, Any, bytes | None], ...] = (
     ("malformed JSON", None, b'{"query": "What is'),
     ("wrong types", {"query": 42, "top_k": "five"}, None),
 )
-_DEFAULT_TOP_K, _CAP = 5, 20
+_DEFAULT_TOP_K = 5
+#: The results each ``top_k`` probe must bring (seed 003 FR-012): 5 by default, as many as asked, capped at 20.
+_TOP_K_EXPECTED = {"default": _DEFAULT_TOP_K, "3": 3, "50": 20}
 
 
-def _p(values: Sequence[float], q: float) -> float:
+def _p50_p95(values: Sequence[float]) -> tuple[float, float]:
     # the workbook's one percentile; NaN (not an error) when no request succeeded, so the gate reports it
-    return percentile(values, q) if values else float("nan")
+    return (percentile(values, 50), percentile(values, 95)) if values else (float("nan"), float("nan"))
 
 
 @dataclass
@@ -136,15 +137,10 @@ def _library_ranking(library: Retriever, query: str) -> list[tuple[str, float]]:
 
 def validate_service(client: ApiClient, queries: Sequence[str], *, library: Retriever | None = None, repeats: int = 3,
                      concurrency: Sequence[int] = (10, 100), latency_rounds: int = 3) -> ApiValidation:
-    """Probe the service behind ``client`` with the seed-003 contract.
-
-    Args:
-        client: an :class:`~retrieval_lib.checks.service._client.ApiClient` for the service.
-        queries: known questions (the golden set's); the first also drives the ``top_k`` checks.
-        library: the library's retriever over the same collection (the service is ours), or None.
-        repeats: times each query is sent again for the determinism check (SC-005).
-        concurrency: concurrent request counts to try (SC-008 asks for 10).
-        latency_rounds: timed passes over ``queries``, over HTTP and (with ``library``) in-process.
+    """Probe the service behind ``client`` with the seed-003 contract: ``queries`` are known questions (the golden
+    set's; the first also drives the ``top_k`` checks), each sent ``repeats`` more times (SC-005), then at once at
+    each level of ``concurrency`` (SC-008 asks for 10), then timed over ``latency_rounds`` passes. ``library``: the
+    library's retriever over the same collection when the service is ours (the reference rankings and latency).
     """
     golden = bool(queries)
     # a book without a golden set is still probed (fields, top_k, errors, repeats, concurrency), by one question
@@ -217,7 +213,7 @@ def cases_frame(v: ApiValidation) -> Any:
     for q, a in v.answers.items():
         rows.append({"probe": f"search {q!r}", "status": a.status, "results": len(results_of(a.body) or []),
                      "as specified": a.ok and bool(results_of(a.body))})
-    for name, expect in (("default", _DEFAULT_TOP_K), ("3", 3), ("50", _CAP)):
+    for name, expect in _TOP_K_EXPECTED.items():
         a = v.top_k[name]
         n = len(results_of(a.body) or [])
         rows.append({"probe": f"top_k {name}", "status": a.status, "results": n, "as specified": a.ok and n == expect})
@@ -268,8 +264,7 @@ def record(report: NotebookReport, v: ApiValidation, *, max_overhead_ms: float,
                                  "its order" + (f"; differ: {', '.join(map(repr, wrong[:3]))}" if wrong else ""))
 
     counts = {k: len(results_of(a.body) or []) for k, a in v.top_k.items()}
-    top_ok = all(a.ok for a in v.top_k.values()) and (counts["default"], counts["3"], counts["50"]) == (
-        _DEFAULT_TOP_K, 3, _CAP)
+    top_ok = all(a.ok and counts[name] == _TOP_K_EXPECTED[name] for name, a in v.top_k.items())
     API_TOP_K.record(report, top_ok, detail=f"default gave {counts['default']}, top_k 3 gave {counts['3']}, "
                                             f"top_k 50 gave {counts['50']}")
 
@@ -287,18 +282,17 @@ def record(report: NotebookReport, v: ApiValidation, *, max_overhead_ms: float,
                               detail=f"{c.errors} errors, {c.mismatched} answers unlike the serial ones")
         report.metric(f"concurrent_{c.n}_throughput_qps", c.throughput)
 
-    http = {q: _p(v.http_ms, q) for q in (50, 95)}
-    report.metric("http_p50_ms", http[50])
-    report.metric("http_p95_ms", http[95])
+    http, lib = _p50_p95(v.http_ms), _p50_p95(v.library_ms)
+    overhead = http[0] - lib[0]
+    metrics = {"http_p50_ms": http[0], "http_p95_ms": http[1]}
     if v.library_ms:
-        lib = {q: _p(v.library_ms, q) for q in (50, 95)}
-        report.metric("library_p50_ms", lib[50])
-        report.metric("library_p95_ms", lib[95])
-        overhead = http[50] - lib[50]
-        report.metric("overhead_p50_ms", overhead)
+        metrics |= {"library_p50_ms": lib[0], "library_p95_ms": lib[1], "overhead_p50_ms": overhead}
+    for name, value in metrics.items():
+        report.metric(name, value)
+    if v.library_ms:
         API_OVERHEAD.record(report, overhead <= max_overhead_ms, value=overhead, threshold=max_overhead_ms, rule="<=",
-                            unit="ms", detail=f"p50 {http[50]:.1f} ms over HTTP against {lib[50]:.1f} ms in-process; "
-                                              f"p95 {http[95]:.1f} ms against {lib[95]:.1f} ms")
+                            unit="ms", detail=f"p50 {http[0]:.1f} ms over HTTP against {lib[0]:.1f} ms in-process; "
+                                              f"p95 {http[1]:.1f} ms against {lib[1]:.1f} ms")
     sent = len(v.answers) + len(v.errors) + 2
     report.finding(f"{sent} probes of the contract, {sum(c.n for c in v.concurrent)} concurrent and "
                    f"{len(v.http_ms)} timed searches were sent over HTTP; {len(report.gates)} gates judged them")
@@ -308,11 +302,10 @@ def latency_frame(v: ApiValidation, *, decimals: int = 1) -> Any:
     """p50 and p95 in ms over HTTP and (when measured) in-process, and their difference."""
     import pandas as pd
 
-    http = (_p(v.http_ms, 50), _p(v.http_ms, 95))
+    http, lib = _p50_p95(v.http_ms), _p50_p95(v.library_ms)
     rows: list[dict[str, Any]] = [{"path": "HTTP /search", "p50_ms": http[0], "p95_ms": http[1],
                                    "calls": len(v.http_ms)}]
     if v.library_ms:
-        lib = (_p(v.library_ms, 50), _p(v.library_ms, 95))
         rows.append({"path": "library in-process", "p50_ms": lib[0], "p95_ms": lib[1], "calls": len(v.library_ms)})
         rows.append({"path": "overhead (HTTP - library)", "p50_ms": http[0] - lib[0], "p95_ms": http[1] - lib[1],
                      "calls": None})

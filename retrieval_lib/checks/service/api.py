@@ -1,24 +1,20 @@
 """The retrieval API: does a seed-003 service (ours, or a team's by ``api_url``) behave as its specification says?
 
-:func:`run` is the check (notebook 08 and ``check api``): it opens the service under test
-(:class:`~retrieval_lib.checks.service._target.ApiTarget`: ours, started on a free loopback port over a copy of the
-collection, when ``api_url`` is empty), probes it over HTTP
-(:func:`~retrieval_lib.checks.service._validate.validate_service`: health, the golden queries, the ``top_k`` rules,
-six invalid inputs, repeats, concurrent requests, timed rounds), compares the metadata rows with the vector points
-(:mod:`retrieval_lib.checks.service._consistency`), and stops the service it started.
-Its :class:`Api` records the gates, findings, metrics and tables.
-
-When the service is ours the library's own answers over the same collection are the reference for the golden
-rankings and the latency; a team's service is judged by what the seed asks (fields, statuses, an error type and
-message, the dependencies named), not by this project's envelopes.
+:func:`run` is the check (notebook 08 and ``check api``): it opens the service under test (ours, started on a
+free loopback port over a copy of the collection by :func:`own_service`, when ``api_url`` is empty), probes it over
+HTTP (:mod:`~retrieval_lib.checks.service._validate`), compares the metadata rows with the vector points
+(:mod:`~retrieval_lib.checks.service._consistency`), and stops the service it started. Its :class:`Api` records the
+gates, findings, metrics and tables. A team's service is judged by what the seed asks (fields, statuses, an error
+type and message, the dependencies named), not by this project's envelopes.
 
 The HTTP client and the service runner are published here for benchmarks and tests: :class:`ApiClient`,
-:class:`ApiTarget`, :func:`own_service`.
+:func:`own_service`.
 """
 
 from __future__ import annotations
 
 from collections.abc import Sequence
+from contextlib import ExitStack
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -36,14 +32,14 @@ from retrieval_lib.checks.gates import (
 from retrieval_lib.checks.service import _consistency, _validate
 from retrieval_lib.checks.service._client import ApiClient
 from retrieval_lib.checks.service._consistency import MetadataConsistency
-from retrieval_lib.checks.service._target import ApiTarget, own_service
+from retrieval_lib.checks.service._target import own_service
 from retrieval_lib.checks.service._validate import ApiValidation, verdicts
 from retrieval_lib.workbook.check import NotApplicable
 
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "Api", "verdicts", "ApiClient", "ApiTarget", "own_service"]
+__all__ = ["run", "Api", "verdicts", "ApiClient", "own_service"]
 
 #: The gates this check records.
 GATES = (API_HEALTH, API_FIELDS, API_GOLDEN, API_TOP_K, API_INVALID, API_REPEATS, API_CONCURRENT, API_OVERHEAD,
@@ -64,16 +60,18 @@ def run(ctx: NotebookRun, *, api_url: str, golden_set: str, api_repeats: int, ap
     if reason := ctx.collection_absent():
         return NotApplicable(reason, GATES)
     queries = [q.query for q in load_golden_set(golden_set).queries]
-    target = ApiTarget.open(api_url, ctx.settings)
-    try:
-        library = ctx.retriever if target.own else None  # the reference when the service is ours
-        validation = _validate.validate_service(target.client, queries, library=library, repeats=api_repeats,
+    with ExitStack() as stack:  # our own service is stopped on the way out
+        svc = stack.enter_context(own_service(ctx.settings)) if not api_url else None
+        client = stack.enter_context(ApiClient(svc.url if svc else api_url))
+        library = ctx.retriever if svc else None  # the reference when the service is ours
+        validation = _validate.validate_service(client, queries, library=library, repeats=api_repeats,
                                                 concurrency=api_concurrency, latency_rounds=api_latency_rounds)
         meta = _consistency.check(ctx.settings, ctx.store, ctx.collection, table=metadata_table)
-    finally:
-        target.close()
-    return Api(target.describe(), len(queries), validation, meta, max_overhead_ms=api_max_overhead_ms,
-               startup_seconds=target.startup_seconds)
+    # no port or path: the line is the same on every run
+    target = ("this project's own service, started on a free loopback port for this notebook" if svc
+              else "the service at the given api_url")
+    return Api(target, len(queries), validation, meta, max_overhead_ms=api_max_overhead_ms,
+               startup_seconds=svc.startup_seconds if svc else None)
 
 
 @dataclass

@@ -28,15 +28,14 @@ from typing import TYPE_CHECKING, Any
 from retrieval_lib.checks.gates import LANGUAGES_CROSS_LINGUAL
 from retrieval_lib.errors import ParamsError, ValidationError
 from retrieval_lib.params import load_query_sets, resolve_path
+from retrieval_lib.validation import number_in
 from retrieval_lib.workbook.plots import plain_figure
 
 if TYPE_CHECKING:
     from retrieval_lib.search import Retriever
     from retrieval_lib.workbook.report import NotebookReport
 
-__all__ = ["REFERENCE", "SERVED_TOP1_AGREEMENT", "SERVED_JACCARD", "LanguageSummary", "LanguageComparison",
-           "load_language_queries", "compare_languages", "record", "pairs_frame", "summary_frame",
-           "overlap_figure"]
+__all__ = ["REFERENCE", "LanguageComparison", "load_language_queries", "compare_languages", "overlap_figure"]
 
 #: The language every other one is compared with.
 REFERENCE = "en"
@@ -106,6 +105,56 @@ class LanguageComparison:
     def worst(self) -> LanguageSummary | None:
         return min(self.summaries, key=lambda s: (s.mean_jaccard, s.language), default=None)
 
+    def pairs(self):
+        """One row per (language, question): the translation, Jaccard@k, and both top-1 files."""
+        import pandas as pd
+
+        return pd.DataFrame(self.rows)
+
+    def summary(self):
+        """One row per language: mean and min Jaccard@k, top-1 file agreement, mean top-1 score, served."""
+        import pandas as pd
+
+        k = self.top_k
+        return pd.DataFrame([{"language": s.language, "questions": s.questions,
+                              f"mean_jaccard@{k}": round(s.mean_jaccard, 3),
+                              f"min_jaccard@{k}": round(s.min_jaccard, 3),
+                              "top1_file_agreement": round(s.top1_agreement, 3),
+                              "mean_top1_score": round(s.mean_top1_score, 3), "served": s.served}
+                             for s in self.summaries])
+
+    def record(self, report: NotebookReport, *, min_cross_lingual_jaccard: float | None) -> None:
+        """Record the cross-lingual findings and metrics; with ``min_cross_lingual_jaccard`` set, also the gate:
+        every language's mean Jaccard@k against English >= it (None: no gate, as in the demo profile).
+
+        Raises:
+            ValidationError: ``min_cross_lingual_jaccard`` outside [0, 1].
+        """
+        k, worst = self.top_k, self.worst
+        if min_cross_lingual_jaccard is not None:
+            number_in(min_cross_lingual_jaccard, "min_cross_lingual_jaccard", 0, 1)
+            value = worst.mean_jaccard if worst else math.nan
+            LANGUAGES_CROSS_LINGUAL.record(
+                report, value >= min_cross_lingual_jaccard, value=round(value, 4), threshold=min_cross_lingual_jaccard,
+                rule=">=", unit="Jaccard",
+                hint=f"{self.model} does not map these languages onto English: use a multilingual model for documents "
+                     "and queries (Cohere embed-multilingual-v3.0; offline, EMBEDDING_PROVIDER=e5 and "
+                     "params/e5.yaml), or set the gate to null",
+                detail=f"lowest mean Jaccard@{k}: {worst.language if worst else '-'} {value:.3f}")
+        for s in self.summaries:
+            report.finding(f"{s.language}: mean Jaccard@{k} with English {s.mean_jaccard:.2f} (min "
+                           f"{s.min_jaccard:.2f}), top-1 file agreement {s.top1_agreement:.0%} over {s.questions} "
+                           "questions")
+            report.metric(f"jaccard_{s.language}", s.mean_jaccard, "Jaccard")
+            report.metric(f"top1_agreement_{s.language}", s.top1_agreement, "share")
+        served = [s.language for s in self.summaries if s.served]
+        unserved = [s.language for s in self.summaries if not s.served]
+        report.finding(f"chance overlap (two different English questions) is {self.chance_jaccard:.2f}; {self.model} "
+                       + (f"serves {', '.join(served)} readers" if served else "serves no language besides English")
+                       + (f"; it does not serve {', '.join(unserved)} readers (top-1 agreement < "
+                          f"{SERVED_TOP1_AGREEMENT:.0%} or mean Jaccard < {SERVED_JACCARD:g})" if unserved else ""))
+        report.metric("languages_served", len(served), "languages")
+
 
 def compare_languages(retriever: Retriever, sets: dict[str, list[str]], *, top_k: int = 5,
                       model: str | None = None) -> LanguageComparison:
@@ -148,61 +197,6 @@ def compare_languages(retriever: Retriever, sets: dict[str, list[str]], *, top_k
         out.summaries.append(LanguageSummary(lang, n, statistics.fmean(jac), min(jac), sum(agree) / n,
                                              statistics.fmean(scores)))
     return out
-
-
-def record(report: NotebookReport, comparison: LanguageComparison, *, min_cross_lingual_jaccard: float | None) -> None:
-    """Record the cross-lingual findings and metrics; with ``min_cross_lingual_jaccard`` set, also the gate:
-    every language's mean Jaccard@k against English >= it (None: no gate, as in the demo profile).
-
-    Raises:
-        ValidationError: ``min_cross_lingual_jaccard`` outside [0, 1].
-    """
-    c, k = comparison, comparison.top_k
-    worst = c.worst
-    if min_cross_lingual_jaccard is not None:
-        if not 0.0 <= min_cross_lingual_jaccard <= 1.0:
-            raise ValidationError(f"min_cross_lingual_jaccard must lie in [0, 1] or be null (got "
-                                  f"{min_cross_lingual_jaccard!r})", field="min_cross_lingual_jaccard")
-        value = worst.mean_jaccard if worst else math.nan
-        LANGUAGES_CROSS_LINGUAL.record(
-            report, value >= min_cross_lingual_jaccard, value=round(value, 4), threshold=min_cross_lingual_jaccard,
-            rule=">=", unit="Jaccard",
-            hint=f"{c.model} does not map these languages onto English: use a multilingual model for documents "
-                 "and queries (Cohere embed-multilingual-v3.0; offline, EMBEDDING_PROVIDER=e5 and "
-                 "params/e5.yaml), or set the gate to null",
-            detail=f"lowest mean Jaccard@{k}: {worst.language if worst else '-'} {value:.3f}")
-    for s in c.summaries:
-        report.finding(f"{s.language}: mean Jaccard@{k} with English {s.mean_jaccard:.2f} (min {s.min_jaccard:.2f}), "
-                       f"top-1 file agreement {s.top1_agreement:.0%} over {s.questions} questions")
-        report.metric(f"jaccard_{s.language}", s.mean_jaccard, "Jaccard")
-        report.metric(f"top1_agreement_{s.language}", s.top1_agreement, "share")
-    served = [s.language for s in c.summaries if s.served]
-    unserved = [s.language for s in c.summaries if not s.served]
-    report.finding(f"chance overlap (two different English questions) is {c.chance_jaccard:.2f}; {c.model} "
-                   + (f"serves {', '.join(served)} readers" if served else "serves no language besides English")
-                   + (f"; it does not serve {', '.join(unserved)} readers (top-1 agreement < "
-                      f"{SERVED_TOP1_AGREEMENT:.0%} or mean Jaccard < {SERVED_JACCARD:g})" if unserved else ""))
-    report.metric("languages_served", len(served), "languages")
-
-
-def pairs_frame(comparison: LanguageComparison):
-    """One row per (language, question): the translation, Jaccard@k, and both top-1 files."""
-    import pandas as pd
-
-    return pd.DataFrame(comparison.rows)
-
-
-def summary_frame(comparison: LanguageComparison, *, decimals: int = 3):
-    """One row per language: mean and min Jaccard@k, top-1 file agreement, mean top-1 score, served."""
-    import pandas as pd
-
-    k = comparison.top_k
-    return pd.DataFrame([{"language": s.language, "questions": s.questions,
-                          f"mean_jaccard@{k}": round(s.mean_jaccard, decimals),
-                          f"min_jaccard@{k}": round(s.min_jaccard, decimals),
-                          "top1_file_agreement": round(s.top1_agreement, decimals),
-                          "mean_top1_score": round(s.mean_top1_score, decimals), "served": s.served}
-                         for s in comparison.summaries])
 
 
 @plain_figure

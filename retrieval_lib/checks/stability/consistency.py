@@ -11,8 +11,7 @@ Where rankings differ, overlap measures say by how much:
 - rank-biased overlap (:func:`rbo`), which weighs the top ranks most,
 - Kendall's tau on the ids both lists share (:func:`kendall_tau_shared`).
 
-Where rankings differ, overlap measures say by how much (above). The same questions asked in other languages
-are compared with their English originals by :mod:`._languages`.
+The same questions asked in other languages are compared with their English originals by :mod:`._languages`.
 
 :func:`run` is the check (notebook 04 and ``check consistency``): it runs the phases (repeats, a fresh client, a
 batch) and the other languages; its :class:`Consistency` lines them up (:func:`phase_runs`), compares them
@@ -33,13 +32,11 @@ from retrieval_lib.checks.stability._languages import (
     jaccard,
     load_language_queries,
     overlap_figure,
-    pairs_frame,
-    summary_frame,
 )
-from retrieval_lib.checks.stability._languages import record as record_languages
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.search import SCORE_TOLERANCE, same_ranking
+from retrieval_lib.validation import whole_number
 from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.report import NotebookReport
 from retrieval_lib.workbook.runfiles import write_run
@@ -47,8 +44,7 @@ from retrieval_lib.workbook.runfiles import write_run
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookRun
 
-__all__ = ["run", "Consistency", "jaccard", "rbo", "kendall_tau_shared", "compare_rankings",
-           "load_language_queries"]
+__all__ = ["run", "Consistency", "jaccard", "rbo", "load_language_queries"]
 
 #: The gates this check records (the per-phase one only for a phase a caller adds).
 GATES = (*CONSISTENCY_PHASES.values(), CONSISTENCY_PHASE, LANGUAGES_CROSS_LINGUAL)
@@ -129,17 +125,10 @@ def kendall_tau_shared(a: Sequence[Hashable], b: Sequence[Hashable]) -> float:
 
 @dataclass(frozen=True)
 class RankingComparison:
-    """One response compared with a reference response to the same query.
+    """One response compared with a reference response to the same query: ``max_score_diff`` is the largest
+    ``|score_ref - score_other|`` over shared ids (0.0 when none are shared); ``identical``: ``same_order`` and
+    every score within the tolerance."""
 
-    Attributes:
-        same_ids: the same set of point ids.
-        same_order: the same ids in the same order.
-        max_score_diff: largest ``|score_ref - score_other|`` over shared ids (0.0 when none are shared).
-        jaccard, rbo, kendall_tau: overlap measures (see the module functions).
-        identical: ``same_order`` and ``max_score_diff <= tolerance``.
-    """
-
-    same_ids: bool
     same_order: bool
     max_score_diff: float
     jaccard: float
@@ -148,9 +137,9 @@ class RankingComparison:
     identical: bool
 
 
-def compare_rankings(reference: SearchResponse, other: SearchResponse, *, tolerance: float = SCORE_TOLERANCE,
-                     p: float = 0.9) -> RankingComparison:
-    """Compare ``other`` with ``reference`` (ids, order, scores and overlap).
+def compare_rankings(reference: SearchResponse, other: SearchResponse, *,
+                     tolerance: float = SCORE_TOLERANCE) -> RankingComparison:
+    """Compare ``other`` with ``reference`` (ids, order, scores and overlap; RBO at p = 0.9).
 
     Scores are compared per point id (raw scores), so a swap of two results
     shows up in ``same_order`` and the overlap measures, not as a score jump.
@@ -159,14 +148,10 @@ def compare_rankings(reference: SearchResponse, other: SearchResponse, *, tolera
     ids_ref, ids_oth = [i for i, _ in ref], [i for i, _ in oth]
     score_oth = dict(oth)
     diffs = [abs(s - score_oth[i]) for i, s in ref if i in score_oth]
-    max_diff = max(diffs, default=0.0)
-    same_order = ids_ref == ids_oth
     return RankingComparison(
-        same_ids=set(ids_ref) == set(ids_oth), same_order=same_order, max_score_diff=max_diff,
-        jaccard=jaccard(ids_ref, ids_oth), rbo=rbo(ids_ref, ids_oth, p),
-        kendall_tau=kendall_tau_shared(ids_ref, ids_oth),
-        identical=same_ranking(ref, oth, score_tol=tolerance),
-    )
+        same_order=ids_ref == ids_oth, max_score_diff=max(diffs, default=0.0), jaccard=jaccard(ids_ref, ids_oth),
+        rbo=rbo(ids_ref, ids_oth), kendall_tau=kendall_tau_shared(ids_ref, ids_oth),
+        identical=same_ranking(ref, oth, score_tol=tolerance))
 
 
 def min_adjacent_gap(response: SearchResponse) -> float:
@@ -182,16 +167,13 @@ def min_adjacent_gap(response: SearchResponse) -> float:
 
 
 def repeat_search(retriever, queries: Sequence[str], repeats: int, top_k: int) -> dict[str, list[SearchResponse]]:
-    """Run each query ``repeats`` times, one :meth:`Retriever.search` call each.
-
-    Returns:
-        query text to its responses, in run order.
+    """Run each query ``repeats`` times, one :meth:`Retriever.search` call each: query text to its responses, in run
+    order.
 
     Raises:
         ValidationError: ``repeats`` below 1. Anything :meth:`Retriever.search` raises.
     """
-    if repeats < 1:
-        raise ValidationError(f"repeats must be at least 1 (got {repeats})", field="repeats")
+    whole_number(repeats, "repeats", low=1)
     return {q: [retriever.search(q, top_k=top_k) for _ in range(repeats)] for q in queries}
 
 
@@ -199,15 +181,10 @@ def phase_runs(repeated: Mapping[str, Sequence[SearchResponse]], *,
                fresh: Mapping[str, Sequence[SearchResponse]] | None = None,
                batched: Sequence[SearchResponse] | None = None,
                ) -> tuple[dict[str, SearchResponse], dict[str, dict[str, list[SearchResponse]]]]:
-    """Line up the runs: each query's first repeat is its reference; every other run is compared with it.
-
-    Args:
-        repeated: :func:`repeat_search` through one retriever (phase ``"repeat"``: runs 2..n).
-        fresh: :func:`repeat_search` through a newly opened retriever (phase ``"fresh client"``).
-        batched: one ``search_many`` pass over the same queries, in ``repeated``'s order (phase ``"search_many"``).
-
-    Returns:
-        ``(reference, phases)`` for :func:`consistency_frame`.
+    """Line up the runs, ``(reference, phases)`` for :func:`consistency_frame`: each query's first repeat is its
+    reference; every other run is compared with it. Phase ``"repeat"``: runs 2..n of ``repeated``
+    (:func:`repeat_search` through one retriever); ``"fresh client"``: ``fresh``, through a newly opened retriever;
+    ``"search_many"``: ``batched``, one ``search_many`` pass over the same queries, in ``repeated``'s order.
     """
     reference = {q: runs[0] for q, runs in repeated.items()}
     phases = {"repeat": {q: list(runs[1:]) for q, runs in repeated.items()}}
@@ -220,20 +197,9 @@ def phase_runs(repeated: Mapping[str, Sequence[SearchResponse]], *,
 
 def consistency_frame(reference: Mapping[str, SearchResponse],
                       runs: Mapping[str, Mapping[str, Sequence[SearchResponse]]], *,
-                      tolerance: float = SCORE_TOLERANCE, p: float = 0.9, decimals: int = 6):
-    """One row per (query, phase, run): each run compared with the query's reference response.
-
-    Args:
-        reference: query to its reference response (normally the first repeat).
-        runs: phase name (e.g. ``"repeat"``, ``"fresh client"``, ``"search_many"``)
-            to query to that phase's responses.
-        tolerance: largest score difference still "identical".
-        p: RBO persistence.
-        decimals: rounding of ``max_score_diff`` (the overlap measures use 4).
-
-    Returns:
-        A DataFrame with columns ``query, phase, run, identical, same_order,
-        max_score_diff, jaccard, rbo, kendall_tau``.
+                      tolerance: float = SCORE_TOLERANCE):
+    """One row per (query, phase, run): each run of ``runs`` (phase -> query -> responses) compared with the query's
+    ``reference`` response, ``max_score_diff`` rounded to 6 places and the overlap measures to 4.
     """
     import pandas as pd
 
@@ -241,28 +207,26 @@ def consistency_frame(reference: Mapping[str, SearchResponse],
     for phase, by_query in runs.items():
         for query, responses in by_query.items():
             for i, response in enumerate(responses, 1):
-                c = compare_rankings(reference[query], response, tolerance=tolerance, p=p)
+                c = compare_rankings(reference[query], response, tolerance=tolerance)
                 rows.append({"query": query, "phase": phase, "run": i, "identical": c.identical,
-                             "same_order": c.same_order, "max_score_diff": round(c.max_score_diff, decimals),
+                             "same_order": c.same_order, "max_score_diff": round(c.max_score_diff, 6),
                              "jaccard": round(c.jaccard, 4), "rbo": round(c.rbo, 4),
                              "kendall_tau": round(c.kendall_tau, 4)})
     return pd.DataFrame(rows, columns=["query", "phase", "run", "identical", "same_order", "max_score_diff",
                                        "jaccard", "rbo", "kendall_tau"])
 
 
-def summarise_by_query(frame, *, phases: Sequence[str] | None = None,
-                       reference: Mapping[str, SearchResponse] | None = None, gap_decimals: int = 5):
+def summarise_by_query(frame, phases: Sequence[str], reference: Mapping[str, SearchResponse]):
     """Collapse :func:`consistency_frame` to one row per query (queries in first-seen order).
 
     Columns: ``query``, ``runs`` (comparisons + 1 for the reference), one
     ``identical: <phase>`` column per phase (all of that phase's runs identical),
-    ``identical`` (every run of every phase), ``max_score_diff``, and the minimum
-    ``jaccard``, ``rbo`` and ``kendall_tau`` over all runs; with ``reference``, also
-    ``min_adjacent_gap`` of each query's reference response, rounded to ``gap_decimals``.
+    ``identical`` (every run of every phase), ``max_score_diff``, the minimum
+    ``jaccard``, ``rbo`` and ``kendall_tau`` over all runs, and ``min_adjacent_gap``
+    of each query's reference response (how close it is to a swap), rounded to 5 places.
     """
     import pandas as pd
 
-    phases = list(phases) if phases is not None else list(dict.fromkeys(frame["phase"]))
     rows = []
     for query, group in frame.groupby("query", sort=False):
         row: dict[str, object] = {"query": query, "runs": len(group) + 1}
@@ -272,8 +236,7 @@ def summarise_by_query(frame, *, phases: Sequence[str] | None = None,
         row.update({"identical": bool(group["identical"].all()), "max_score_diff": group["max_score_diff"].max(),
                     "min_jaccard": group["jaccard"].min(), "min_rbo": group["rbo"].min(),
                     "min_kendall_tau": group["kendall_tau"].min()})
-        if reference is not None:  # how close the reference ranking is to a swap
-            row["min_adjacent_gap"] = round(min_adjacent_gap(reference[str(query)]), gap_decimals)
+        row["min_adjacent_gap"] = round(min_adjacent_gap(reference[str(query)]), 5)
         rows.append(row)
     return pd.DataFrame(rows)
 
@@ -284,12 +247,6 @@ def exact_score_diffs(reference: Mapping[str, SearchResponse],
     return {phase: max((compare_rankings(reference[q], r).max_score_diff for q, runs in by_query.items() for r in runs),
                        default=0.0)
             for phase, by_query in phases.items()}
-
-
-def failing(frame, phase: str) -> list[str]:
-    """The queries (sorted) with a run of ``phase`` that is not identical to their reference."""
-    part = frame[frame["phase"] == phase]
-    return sorted(set(part.loc[~part["identical"], "query"]))
 
 
 @plain_figure
@@ -310,53 +267,6 @@ def rbo_figure(frame, queries: Sequence[str], *, tolerance: float = SCORE_TOLERA
     return annotated_heatmap(rbo_values.to_numpy(dtype=float), list(queries), columns, texts=texts,
                              title=f"RBO of each run against the first (\"=\": identical ids, order and scores "
                                    f"within {tolerance:g})", colorbar_label="rank-biased overlap (p = 0.9)")
-
-
-def _record(report: NotebookReport, frame, per_query, *, repeats: int, tolerance: float = SCORE_TOLERANCE,
-            reference: Mapping[str, SearchResponse] | None = None) -> dict[str, list[str]]:
-    """Record notebook 04's gates, findings and metrics on ``report`` (a NotebookReport).
-
-    One gate per phase of ``frame`` (:func:`consistency_frame`; the standard phases' gates are
-    :data:`~retrieval_lib.checks.gates.CONSISTENCY_PHASES`, another phase's is ``"identical: <phase>"``):
-    every run of the phase identical to its query's reference (:func:`failing` is empty).
-    ``per_query`` is :func:`summarise_by_query` with ``reference`` (for ``min_adjacent_gap``).
-
-    Returns:
-        Phase to its failing queries.
-    """
-    failures = {}
-    for phase in dict.fromkeys(frame["phase"]):
-        bad = failures[phase] = failing(frame, phase)
-        part = frame[frame["phase"] == phase]
-        standard = CONSISTENCY_PHASES.get(phase)
-        gate, item = (standard, None) if standard else (CONSISTENCY_PHASE, phase)
-        gate.record(
-            report, not bad, fill={"repeats": repeats, "phase": phase}, item=item, value=len(bad), threshold=0,
-            rule="==", unit="queries",
-            hint=f"compare the listed queries' runs in the comparisons table; raise `score_tolerance` "
-                 f"({tolerance:g}) only if they differ by float noise, not in ids or order",
-            detail=(f"{len(part)} runs of {part['query'].nunique()} queries: ids, order and scores within "
-                    f"{tolerance:g} of the first run" if not bad else "differs: " + ", ".join(map(repr, bad))))
-    identical, queries = int(frame["identical"].sum()), frame["query"].nunique()
-    report.finding(f"{identical} of {len(frame)} runs identical to their query's first run "
-                   f"({queries} queries, {repeats} repeats, a fresh client, one search_many pass)")
-    report.finding(f"largest score difference (rounded to 6 places): {frame['max_score_diff'].max():.6f}; "
-                   f"minimum RBO {frame['rbo'].min():.2f}, minimum Jaccard {frame['jaccard'].min():.2f}")
-    closest = per_query.loc[per_query["min_adjacent_gap"].idxmin()]
-    # judged on the gap as shown (rounded): the finding quotes that number
-    margin = closest["min_adjacent_gap"] / tolerance if tolerance else math.inf
-    report.finding(f"closest neighbouring scores in any ranking differ by {closest['min_adjacent_gap']:.5f} "
-                   f"({closest['query']!r}), {margin:,.0f} x score_tolerance: "
-                   + ("score noise within the tolerance cannot reorder these lists" if margin > 1
-                      else "noise within the tolerance could reorder this list"))
-    for name, value in (("queries", queries), ("runs_compared", len(frame)), ("identical_runs", identical),
-                        ("max_score_diff", float(frame["max_score_diff"].max())),
-                        ("min_rbo", float(frame["rbo"].min())), ("min_jaccard", float(frame["jaccard"].min())),
-                        ("min_adjacent_gap", float(per_query["min_adjacent_gap"].min()))):
-        report.metric(name, value)
-    if reference:  # with the reference responses: the run file a later comparison reads (workbook.runfiles)
-        write_run(report, list(reference.values()), kinds="consistency", top_k=max(r.top_k for r in reference.values()))
-    return failures
 
 
 # --------------------------------------------------------------------------- notebook 04
@@ -402,12 +312,13 @@ class Consistency:
 
     def __post_init__(self) -> None:
         self.detail = consistency_frame(self.reference, self.phases, tolerance=self.tolerance)
-        self.per_query = summarise_by_query(self.detail, phases=list(self.phases), reference=self.reference)
+        self.per_query = summarise_by_query(self.detail, list(self.phases), self.reference)
 
     @property
     def failures(self) -> dict[str, list[str]]:
         """Phase to the queries (sorted) with a run not identical to their first run."""
-        return {phase: failing(self.detail, phase) for phase in dict.fromkeys(self.detail["phase"])}
+        return {phase: sorted(set(part.loc[~part["identical"], "query"]))
+                for phase, part in self.detail.groupby("phase", sort=False)}
 
     def __str__(self) -> str:
         fresh = self.phases.get("fresh client", {})
@@ -433,19 +344,52 @@ class Consistency:
         out = {"first_runs": results_frame(list(self.reference.values())), "comparisons": self.detail,
                "per_query": self.per_query, "differing": self.detail[~self.detail["identical"]]}
         if self.languages is not None:
-            out |= {"languages": pairs_frame(self.languages), "language_summary": summary_frame(self.languages)}
+            out |= {"languages": self.languages.pairs(), "language_summary": self.languages.summary()}
         return out
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        """The tables, the RBO matrix and the languages' figure, then the phases' gates and the languages' gate
-        (when ``min_cross_lingual_jaccard`` is set), findings and metrics; the run file a comparison reads."""
-        report.table(self.detail, "comparisons")
-        report.table(self.per_query, "per_query")
-        report.figure(rbo_figure(self.detail, self.queries, tolerance=self.tolerance), "rbo_matrix", show=show)
+        """The tables, the RBO matrix and the languages' figure; one gate per phase (every run of the phase
+        identical to its query's first run: the standard phases' gates are
+        :data:`~retrieval_lib.checks.gates.CONSISTENCY_PHASES`, another phase's is ``"identical: <phase>"``) and
+        the languages' gate (when ``min_cross_lingual_jaccard`` is set), findings and metrics; the run file a
+        comparison reads."""
+        frame, per_query, tolerance, repeats = self.detail, self.per_query, self.tolerance, self.repeats
+        report.table(frame, "comparisons")
+        report.table(per_query, "per_query")
+        report.figure(rbo_figure(frame, self.queries, tolerance=tolerance), "rbo_matrix", show=show)
         if self.languages is not None:
-            report.table(pairs_frame(self.languages), "languages")
+            report.table(self.languages.pairs(), "languages")
             report.figure(overlap_figure(self.languages), "languages", show=show)
-        _record(report, self.detail, self.per_query, repeats=self.repeats, tolerance=self.tolerance,
-                reference=self.reference)
+        for phase, bad in self.failures.items():
+            part = frame[frame["phase"] == phase]
+            standard = CONSISTENCY_PHASES.get(phase)
+            gate, item = (standard, None) if standard else (CONSISTENCY_PHASE, phase)
+            gate.record(
+                report, not bad, fill={"repeats": repeats, "phase": phase}, item=item, value=len(bad), threshold=0,
+                rule="==", unit="queries",
+                hint=f"compare the listed queries' runs in the comparisons table; raise `score_tolerance` "
+                     f"({tolerance:g}) only if they differ by float noise, not in ids or order",
+                detail=(f"{len(part)} runs of {part['query'].nunique()} queries: ids, order and scores within "
+                        f"{tolerance:g} of the first run" if not bad else "differs: " + ", ".join(map(repr, bad))))
+        identical, queries = int(frame["identical"].sum()), frame["query"].nunique()
+        report.finding(f"{identical} of {len(frame)} runs identical to their query's first run "
+                       f"({queries} queries, {repeats} repeats, a fresh client, one search_many pass)")
+        report.finding(f"largest score difference (rounded to 6 places): {frame['max_score_diff'].max():.6f}; "
+                       f"minimum RBO {frame['rbo'].min():.2f}, minimum Jaccard {frame['jaccard'].min():.2f}")
+        closest = per_query.loc[per_query["min_adjacent_gap"].idxmin()]
+        # judged on the gap as shown (rounded): the finding quotes that number
+        margin = closest["min_adjacent_gap"] / tolerance if tolerance else math.inf
+        report.finding(f"closest neighbouring scores in any ranking differ by {closest['min_adjacent_gap']:.5f} "
+                       f"({closest['query']!r}), {margin:,.0f} x score_tolerance: "
+                       + ("score noise within the tolerance cannot reorder these lists" if margin > 1
+                          else "noise within the tolerance could reorder this list"))
+        for name, value in (("queries", queries), ("runs_compared", len(frame)), ("identical_runs", identical),
+                            ("max_score_diff", float(frame["max_score_diff"].max())),
+                            ("min_rbo", float(frame["rbo"].min())), ("min_jaccard", float(frame["jaccard"].min())),
+                            ("min_adjacent_gap", float(per_query["min_adjacent_gap"].min()))):
+            report.metric(name, value)
+        if self.reference:  # the run file a later comparison reads (workbook.runfiles)
+            write_run(report, list(self.reference.values()), kinds="consistency",
+                      top_k=max(r.top_k for r in self.reference.values()))
         if self.languages is not None:
-            record_languages(report, self.languages, min_cross_lingual_jaccard=self.min_cross_lingual_jaccard)
+            self.languages.record(report, min_cross_lingual_jaccard=self.min_cross_lingual_jaccard)

@@ -1,15 +1,9 @@
 """Latency and concurrency of retrieval (seed 000 SC-002, seed 001 performance, seed 003 SC-008).
 
-- :func:`time_searches` runs queries one by one through :meth:`Retriever.search`
-  and keeps, per call, the library's own split (``embed_ms``, ``search_ms``,
-  ``execution_time_ms``) plus the wall-clock time of the whole call
-  (``call_ms``: validation, embedding, Qdrant, ranking and result building).
-- :func:`latency_percentiles` summarises them with :func:`percentile`.
-- :func:`run_concurrent` submits many searches to a bounded thread pool, with a
-  wall-clock limit, and checks every answer against the ranking the same query
-  got when run alone.
-- :func:`run` is the check (notebook 06 and ``check latency``); its :class:`Latency` writes the gates, findings,
-  metrics, tables and figure.
+:func:`time_searches` times queries one by one (the library's own split and the whole call, ``call_ms``),
+:func:`run_concurrent` submits many at once to a bounded thread pool and checks every answer against the ranking
+the query got alone. :func:`run` is the check (notebook 06 and ``check latency``); its :class:`Latency` records the
+gates, findings, metrics, tables and figure.
 
 When the profile names a team's retriever, the questions go to it: its own embedding and search are one call, so
 the findings name it as what answered and show no embedding/search split.
@@ -33,14 +27,14 @@ from retrieval_lib.errors import ValidationError
 from retrieval_lib.percentile import percentile
 from retrieval_lib.search import SCORE_TOLERANCE, Retriever, same_ranking
 from retrieval_lib.stores import ReadableStore
+from retrieval_lib.validation import number_in, whole_number
 from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.report import NotebookReport
 
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookRun
 
-__all__ = ["run", "Latency", "TimedSearch", "ConcurrentRun", "Warmup", "TIMING_FIELDS", "latency_percentiles",
-           "time_searches", "reference_rankings", "unstable_queries", "run_concurrent"]
+__all__ = ["run", "Latency", "time_searches", "reference_rankings", "unstable_queries", "run_concurrent"]
 
 #: The gates this check records.
 GATES = (LATENCY_P95, LATENCY_ERRORS, LATENCY_RANKINGS)
@@ -70,20 +64,9 @@ class TimedSearch:
 
 def time_searches(retriever: Retriever, queries: Sequence[str], rounds: int = 1, *,
                   top_k: int = 5) -> list[TimedSearch]:
-    """Search each query ``rounds`` times, one call at a time, and time every call.
-
-    Queries run in order within a round (round 1 for all queries, then round
-    2, ...). Warm the retriever up first (one search) so the first call does not
-    carry the one-off collection check.
-
-    Args:
-        retriever: an open retriever.
-        queries: the query texts.
-        rounds: how many times each query runs, >= 1.
-        top_k: results per query.
-
-    Returns:
-        ``len(queries) * rounds`` :class:`TimedSearch` records, in run order.
+    """Search each query ``rounds`` (>= 1) times, one call at a time, and time every call: ``len(queries) *
+    rounds`` records in run order (round 1 for all queries, then round 2, ...). Warm the retriever up first (one
+    search) so the first call does not carry the one-off collection check.
 
     Raises:
         ValidationError: no queries or ``rounds`` < 1 (and whatever
@@ -91,8 +74,7 @@ def time_searches(retriever: Retriever, queries: Sequence[str], rounds: int = 1,
     """
     if not queries:
         raise ValidationError("time_searches needs at least one query", field="queries")
-    if isinstance(rounds, bool) or not isinstance(rounds, int) or rounds < 1:
-        raise ValidationError(f"rounds must be a whole number >= 1 (got {rounds!r})", field="rounds")
+    whole_number(rounds, "rounds", low=1)
     out: list[TimedSearch] = []
     for round_no in range(1, rounds + 1):
         for query in queries:
@@ -105,12 +87,10 @@ def time_searches(retriever: Retriever, queries: Sequence[str], rounds: int = 1,
     return out
 
 
-def latency_percentiles(samples: Sequence[TimedSearch], fields: Sequence[str] = TIMING_FIELDS,
-                        qs: Sequence[float] = (50, 95, 99)) -> dict[str, dict[str, float]]:
-    """Percentiles of each timing field: ``{field: {"p50": ..., "p95": ..., "p99": ...}}``.
-
-    Uses :func:`percentile` (linear interpolation). Keys are ``p`` followed by
-    ``q`` written without a trailing ``.0`` (``p99.9`` stays as is).
+def latency_percentiles(samples: Sequence[TimedSearch],
+                        fields: Sequence[str] = TIMING_FIELDS) -> dict[str, dict[str, float]]:
+    """Percentiles of each timing field (:func:`percentile`, linear interpolation):
+    ``{field: {"p50": ..., "p95": ..., "p99": ...}}``.
 
     Raises:
         ValidationError: no samples, or an unknown field.
@@ -120,7 +100,7 @@ def latency_percentiles(samples: Sequence[TimedSearch], fields: Sequence[str] = 
     unknown = [f for f in fields if f not in TIMING_FIELDS]
     if unknown:
         raise ValidationError(f"unknown timing field(s) {unknown}; known: {list(TIMING_FIELDS)}", field="fields")
-    return {f: {f"p{q:g}": percentile([getattr(s, f) for s in samples], q) for q in qs} for f in fields}
+    return {f: {f"p{q}": percentile([getattr(s, f) for s in samples], q) for q in (50, 95, 99)} for f in fields}
 
 
 def reference_rankings(samples: Sequence[TimedSearch]) -> dict[str, Ranking]:
@@ -167,12 +147,6 @@ class ConcurrentRun:
         """Every completed answer was compared, and none differed from its reference."""
         return self.compared == self.completed and not self.mismatched
 
-    @property
-    def ok(self) -> bool:
-        """Everything submitted completed in time, without errors, with identical rankings."""
-        return (self.completed == self.submitted and self.errors == 0 and self.timed_out == 0
-                and self.rankings_identical)
-
     def call_percentiles(self) -> dict[str, float]:
         """p50, p95, p99 (:func:`percentile`) and max of the completed calls' ms; empty when none completed."""
         calls = self.call_ms
@@ -200,16 +174,9 @@ def run_concurrent(retriever: Retriever, queries: Sequence[str], n: int, concurr
     cancelled (a call already running cannot be interrupted and finishes in
     the background). A call that raises is counted as an error, never re-raised.
 
-    Args:
-        retriever: an open, warmed-up retriever (shared by all threads).
-        queries: the query texts to cycle through.
-        n, concurrency: searches to submit and worker threads, each >= 1.
-        reference: query -> ranking (``SearchResponse.ranking()``) from a
-            sequential run; when given, every query must be in it and each
-            completed answer is compared with :func:`same_ranking`.
-        timeout_s: the wall-clock limit, > 0.
-        top_k: results per query (use the reference's top_k).
-        score_tol: passed to :func:`same_ranking` (and kept on the :class:`ConcurrentRun`).
+    ``retriever`` is open and warmed up (all threads share it). ``reference``: query -> ranking from a sequential
+    run; when given, every query must be in it and each completed answer is compared with :func:`same_ranking`
+    (within ``score_tol``).
 
     Raises:
         ValidationError: no queries, ``n`` or ``concurrency`` < 1,
@@ -217,11 +184,9 @@ def run_concurrent(retriever: Retriever, queries: Sequence[str], n: int, concurr
     """
     if not queries:
         raise ValidationError("run_concurrent needs at least one query", field="queries")
-    for name, value in (("n", n), ("concurrency", concurrency)):
-        if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-            raise ValidationError(f"{name} must be a whole number >= 1 (got {value!r})", field=name)
-    if not isinstance(timeout_s, (int, float)) or not timeout_s > 0:
-        raise ValidationError(f"timeout_s must be > 0 (got {timeout_s!r})", field="timeout_s")
+    whole_number(n, "n", low=1)
+    whole_number(concurrency, "concurrency", low=1)
+    number_in(timeout_s, "timeout_s", 0, above=True)
     if reference is not None:
         missing = sorted(set(queries) - set(reference))
         if missing:
@@ -303,14 +268,6 @@ def backend_note(store: ReadableStore, collection: str) -> str:
             "timings differ (network round trip, approximate index, server load)")
 
 
-def percentiles_frame(samples: Sequence[TimedSearch], *, decimals: int = 3):
-    """One row per timing field: p50, p95, p99 (:func:`latency_percentiles`) and max, in ms, rounded."""
-    import pandas as pd
-
-    return pd.DataFrame([{"timing": f, **v, "max": max(getattr(s, f) for s in samples)}
-                         for f, v in latency_percentiles(samples).items()]).round(decimals)
-
-
 @plain_figure
 def figure(samples: Sequence[TimedSearch], concurrent: ConcurrentRun, p95_target_ms: float, *,
            split: bool = True):
@@ -325,75 +282,6 @@ def figure(samples: Sequence[TimedSearch], concurrent: ConcurrentRun, p95_target
     return latency_boxes(series, latency_percentiles(samples, ["call_ms"])["call_ms"], target=p95_target_ms,
                          target_label="p95 target",
                          title=f"latency per call ({len(samples)} sequential calls, {concurrent.completed} concurrent)")
-
-
-def _record(report: NotebookReport, samples: Sequence[TimedSearch], concurrent: ConcurrentRun, warmup: Warmup, *,
-            p95_target_ms: float, note: str, answered_by: str | None = None) -> None:
-    """Record notebook 06's gates, findings and metrics.
-
-    ``answered_by``: the team's retriever that answered (its description), named in the findings in place of the
-    embedding/search split and the model load; None: the collection, searched with the configured embedder.
-
-    Gates: sequential whole-call p95 (``call_ms``) <= ``p95_target_ms``; the concurrent run
-    completed everything without errors or timeouts; every concurrent answer matched its
-    sequential ranking (within the run's ``score_tol``). The findings carry throughputs and
-    shares that vary by machine; the gates' lines hold no figure but counts, ms and s.
-
-    Raises:
-        ValidationError: no samples, or ``p95_target_ms`` not > 0.
-    """
-    if isinstance(p95_target_ms, bool) or not isinstance(p95_target_ms, (int, float)) or not p95_target_ms > 0:
-        raise ValidationError(f"p95_target_ms must be > 0 (got {p95_target_ms!r})", field="p95_target_ms")
-    c, n, pcts = concurrent, len(samples), latency_percentiles(samples)
-    p = pcts["call_ms"]
-    p95_ok = p["p95"] <= p95_target_ms
-    unstable = unstable_queries(samples, score_tol=c.score_tol)
-    seq_qps = n * 1000 / sum(s.call_ms for s in samples)
-    under_2s = 100.0 * sum(s.call_ms < 2000 for s in samples) / n
-    embed_share = 100.0 * sum(s.embed_ms for s in samples) / (sum(s.execution_time_ms for s in samples) or 1.0)
-    report.finding(f"one at a time ({n} calls): call_ms p50 {p['p50']:.1f} ms, p95 {p['p95']:.1f} ms, "
-                   f"p99 {p['p99']:.1f} ms; p95 {'within' if p95_ok else 'ABOVE'} the {p95_target_ms} ms target "
-                   f"(seed 001); {under_2s:.1f}% of calls under 2 s (seed 000 SC-002 asks 95%)")
-    if answered_by is None:
-        report.finding(f"embedding takes {embed_share:.0f}% of embed+search time (embed p50 "
-                       f"{pcts['embed_ms']['p50']:.1f} ms, search p50 {pcts['search_ms']['p50']:.1f} ms)")
-    else:
-        report.finding(f"the questions were answered by {answered_by}: its own embedding and search in one call "
-                       f"(answer p50 {pcts['search_ms']['p50']:.1f} ms), not split")
-    report.finding(f"{c.submitted} searches on {c.concurrency} threads: {c.completed} completed, {c.errors} errors, "
-                   f"{c.timed_out} timed out in {c.wall_s:.2f} s ({c.throughput_qps:.1f} queries/s vs "
-                   f"{seq_qps:.1f} one at a time); rankings identical to sequential: {c.rankings_identical}")
-    report.finding(f"excluded one-off costs: store open {warmup.setup_ms:.0f} ms, "
-                   f"first search (loads the model on first use) {warmup.warmup_ms:.0f} ms" if answered_by is None
-                   else f"excluded one-off costs: opening {answered_by} {warmup.setup_ms:.0f} ms, "
-                        f"its first answer {warmup.warmup_ms:.0f} ms")
-    report.finding(note)
-    LATENCY_P95.record(report, p95_ok, fill={"latency_p95_target_ms": p95_target_ms}, value=p["p95"],
-                       threshold=p95_target_ms, rule="<=", unit="ms",
-                       detail=f"whole-call p95 {p['p95']:.1f} ms over {n} sequential calls")
-    LATENCY_ERRORS.record(
-        report, c.errors == c.timed_out == 0 and c.completed == c.submitted, value=c.errors + c.timed_out,
-        threshold=0, rule="==", unit="calls",
-        hint="see the errors by type above; calls that only timed out may need concurrent_timeout_s raised",
-        detail=f"{c.completed}/{c.submitted} completed, {c.errors} errors, {c.timed_out} timed out "
-               f"({c.concurrency} threads, limit {c.timeout_s:g} s)")
-    LATENCY_RANKINGS.record(
-        report, c.rankings_identical, value=len(c.mismatched), threshold=0, rule="==", unit="queries",
-        hint="answers changed under load: a store or embedder that is not thread-safe, or scores that move "
-             "by more than score_tolerance",
-        detail=f"{c.compared} answers compared (ids, order, scores within {c.score_tol:g}); "
-               f"differing: {', '.join(c.mismatched) or 'none'}")
-    metrics = {"setup_ms": warmup.setup_ms, "warmup_ms": warmup.warmup_ms, "sequential_calls": n,
-               "sequential_throughput_qps": seq_qps, "under_2s_pct": under_2s, "concurrent_wall_s": c.wall_s,
-               "concurrent_throughput_qps": c.throughput_qps,
-               **{f"{f}_{q}": v for f, values in pcts.items() for q, v in values.items()},
-               **{f"concurrent_call_ms_{q}": v for q, v in c.call_percentiles().items()},
-               "p95_target_ms": p95_target_ms, "concurrent_submitted": c.submitted,
-               "concurrent_completed": c.completed, "concurrent_errors": c.errors, "concurrent_timed_out": c.timed_out,
-               "concurrency": c.concurrency, "rankings_identical": c.rankings_identical,
-               "rankings_stable_across_rounds": not unstable}
-    for name, value in metrics.items():
-        report.metric(name, value)
 
 
 def run(ctx: NotebookRun, *, query_sets: str, latency_rounds: int, latency_p95_target_ms: float,
@@ -456,18 +344,81 @@ class Latency:
             f"\nconcurrent run: {c.wall_s:.2f} s wall clock, throughput {c.throughput_qps:.1f} queries/s"
 
     def tables(self) -> dict[str, Any]:
-        """``percentiles_sequential`` (per timing field) and ``percentiles_concurrent`` (whole calls), in ms."""
+        """``percentiles_sequential`` (p50, p95, p99 and max per timing field) and ``percentiles_concurrent``
+        (whole calls), in ms."""
         import pandas as pd
 
-        return {"percentiles_sequential": percentiles_frame(self.samples, decimals=3),
+        sequential = [{"timing": f, **v, "max": max(getattr(s, f) for s in self.samples)}
+                      for f, v in latency_percentiles(self.samples).items()]
+        return {"percentiles_sequential": pd.DataFrame(sequential).round(3),
                 "percentiles_concurrent": pd.DataFrame([{"timing": "concurrent call_ms",
                                                          **self.concurrent.call_percentiles()}]).round(3)}
 
     def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        """The gates (p95 against the target, the concurrent run), findings and metrics, then the tables and the
-        figure."""
-        _record(report, self.samples, self.concurrent, self.warmup, p95_target_ms=self.p95_target_ms,
-                note=self.note, answered_by=self.answered_by)  # first: it refuses a bad target or no samples
+        """The gates, findings and metrics, then the tables and the figure.
+
+        Gates: sequential whole-call p95 (``call_ms``) <= ``p95_target_ms``; the concurrent run completed
+        everything without errors or timeouts; every concurrent answer matched its sequential ranking (within the
+        run's ``score_tol``). The findings carry throughputs and shares that vary by machine; the gates' lines hold
+        no figure but counts, ms and s. ``answered_by`` (a team's retriever) is named in the findings in place of
+        the embedding/search split and the model load.
+
+        Raises:
+            ValidationError: no samples, or ``p95_target_ms`` not > 0 (before anything is recorded).
+        """
+        samples, warmup, p95_target_ms, answered_by = self.samples, self.warmup, self.p95_target_ms, self.answered_by
+        number_in(p95_target_ms, "p95_target_ms", 0, above=True)
+        c, n, pcts = self.concurrent, len(samples), latency_percentiles(samples)
+        p = pcts["call_ms"]
+        p95_ok = p["p95"] <= p95_target_ms
+        unstable = unstable_queries(samples, score_tol=c.score_tol)
+        seq_qps = n * 1000 / sum(s.call_ms for s in samples)
+        under_2s = 100.0 * sum(s.call_ms < 2000 for s in samples) / n
+        embed_share = 100.0 * sum(s.embed_ms for s in samples) / (sum(s.execution_time_ms for s in samples) or 1.0)
+        report.finding(f"one at a time ({n} calls): call_ms p50 {p['p50']:.1f} ms, p95 {p['p95']:.1f} ms, "
+                       f"p99 {p['p99']:.1f} ms; p95 {'within' if p95_ok else 'ABOVE'} the {p95_target_ms} ms target "
+                       f"(seed 001); {under_2s:.1f}% of calls under 2 s (seed 000 SC-002 asks 95%)")
+        if answered_by is None:
+            report.finding(f"embedding takes {embed_share:.0f}% of embed+search time (embed p50 "
+                           f"{pcts['embed_ms']['p50']:.1f} ms, search p50 {pcts['search_ms']['p50']:.1f} ms)")
+        else:
+            report.finding(f"the questions were answered by {answered_by}: its own embedding and search in one call "
+                           f"(answer p50 {pcts['search_ms']['p50']:.1f} ms), not split")
+        report.finding(f"{c.submitted} searches on {c.concurrency} threads: {c.completed} completed, {c.errors} "
+                       f"errors, {c.timed_out} timed out in {c.wall_s:.2f} s ({c.throughput_qps:.1f} queries/s vs "
+                       f"{seq_qps:.1f} one at a time); rankings identical to sequential: {c.rankings_identical}")
+        report.finding(f"excluded one-off costs: store open {warmup.setup_ms:.0f} ms, "
+                       f"first search (loads the model on first use) {warmup.warmup_ms:.0f} ms" if answered_by is None
+                       else f"excluded one-off costs: opening {answered_by} {warmup.setup_ms:.0f} ms, "
+                            f"its first answer {warmup.warmup_ms:.0f} ms")
+        report.finding(self.note)
+        LATENCY_P95.record(report, p95_ok, fill={"latency_p95_target_ms": p95_target_ms}, value=p["p95"],
+                           threshold=p95_target_ms, rule="<=", unit="ms",
+                           detail=f"whole-call p95 {p['p95']:.1f} ms over {n} sequential calls")
+        LATENCY_ERRORS.record(
+            report, c.errors == c.timed_out == 0 and c.completed == c.submitted, value=c.errors + c.timed_out,
+            threshold=0, rule="==", unit="calls",
+            hint="see the errors by type above; calls that only timed out may need concurrent_timeout_s raised",
+            detail=f"{c.completed}/{c.submitted} completed, {c.errors} errors, {c.timed_out} timed out "
+                   f"({c.concurrency} threads, limit {c.timeout_s:g} s)")
+        LATENCY_RANKINGS.record(
+            report, c.rankings_identical, value=len(c.mismatched), threshold=0, rule="==", unit="queries",
+            hint="answers changed under load: a store or embedder that is not thread-safe, or scores that move "
+                 "by more than score_tolerance",
+            detail=f"{c.compared} answers compared (ids, order, scores within {c.score_tol:g}); "
+                   f"differing: {', '.join(c.mismatched) or 'none'}")
+        metrics = {"setup_ms": warmup.setup_ms, "warmup_ms": warmup.warmup_ms, "sequential_calls": n,
+                   "sequential_throughput_qps": seq_qps, "under_2s_pct": under_2s, "concurrent_wall_s": c.wall_s,
+                   "concurrent_throughput_qps": c.throughput_qps,
+                   **{f"{f}_{q}": v for f, values in pcts.items() for q, v in values.items()},
+                   **{f"concurrent_call_ms_{q}": v for q, v in c.call_percentiles().items()},
+                   "p95_target_ms": p95_target_ms, "concurrent_submitted": c.submitted,
+                   "concurrent_completed": c.completed, "concurrent_errors": c.errors,
+                   "concurrent_timed_out": c.timed_out,
+                   "concurrency": c.concurrency, "rankings_identical": c.rankings_identical,
+                   "rankings_stable_across_rounds": not unstable}
+        for name, value in metrics.items():
+            report.metric(name, value)
         for name, frame in self.tables().items():
             report.table(frame, name)
         report.figure(figure(self.samples, self.concurrent, self.p95_target_ms, split=self.answered_by is None),

@@ -25,10 +25,9 @@ from collections.abc import Iterable
 from types import ModuleType
 from typing import Any
 
-from retrieval_lib.workbook.registry import NotebookSpec
 from retrieval_lib.workbook.report import gate_state
 
-__all__ = ["command_modules", "print_json", "gate_exit_code", "profile_keys", "mapping_note"]
+__all__ = ["command_modules", "print_json", "gate_exit_code", "mapping_note"]
 
 
 def command_modules() -> list[ModuleType]:
@@ -58,24 +57,3 @@ def gate_exit_code(gates: Iterable[Any]) -> int:
         gates: :class:`retrieval_lib.workbook.report.Gate` objects or their dicts (``{"passed": bool | None}``).
     """
     return 1 if any(gate_state(g) == "failed" for g in gates) else 0
-
-
-def profile_keys(path: str, keys: Iterable[str], spec: NotebookSpec) -> dict[str, Any]:
-    """The values of ``keys`` in the parameter profile at ``path``, so a command runs with a notebook's figures.
-
-    Args:
-        spec: the notebook whose keys these are; its section of params/demo.yaml is named in the error.
-
-    Raises:
-        ParamsError: the file is missing or invalid, or lacks one of ``keys``.
-    """
-    from retrieval_lib.errors import ParamsError
-    from retrieval_lib.params import read_yaml
-
-    keys = tuple(keys)
-    values, resolved = read_yaml(path)
-    missing = [k for k in keys if k not in values]
-    if missing:
-        raise ParamsError(f"{resolved.name} lacks {', '.join(missing)}: add them (see params/demo.yaml, section "
-                          f"'{spec.number} {spec.name.replace('_', ' ')}')", path=str(resolved), key=missing[0])
-    return {k: values[k] for k in keys}

@@ -26,7 +26,7 @@ def _extra(p: argparse.ArgumentParser) -> None:
                        help="the site's sitemap.xml, a file or an http(s) URL (overrides book_sitemap)")
 
 
-def _prepare(args: argparse.Namespace, params: dict[str, Any]) -> None:
+def _prepare(args: argparse.Namespace, params: dict[str, Any], settings: Any) -> None:
     """``--docs`` / ``--sitemap`` name the book (the other one of the profile's is dropped).
 
     Raises:

@@ -13,7 +13,6 @@ The older command names (``chunks``, ``reach``, ``ann``, ``probe``...) are modul
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 import tempfile
 from collections.abc import Callable, Mapping
@@ -22,18 +21,18 @@ from typing import Any
 
 import yaml
 
-from retrieval_lib.workbook.registry import NOTEBOOKS, NotebookSpec, notebook_spec
+from retrieval_lib.workbook.registry import NOTEBOOKS, NotebookSpec
 
-NAME = "check"
 #: Place in ``--help``: after the everyday commands.
 ORDER = 5
 
-__all__ = ["register", "register_check", "run_named", "read_profile"]
+__all__ = ["register", "register_check"]
 
 #: A hook that adds a command's own options to its parser.
 Extra = Callable[[argparse.ArgumentParser], None]
-#: A hook that turns a command's own options into parameter values (``params`` is changed in place).
-Prepare = Callable[[argparse.Namespace, dict[str, Any]], None]
+#: A hook that turns a command's own options into parameter values (``params`` is changed in place); it is given
+#: the settings the check runs with.
+Prepare = Callable[[argparse.Namespace, dict[str, Any], Any], None]
 
 
 def _value(text: str) -> Any:
@@ -42,10 +41,6 @@ def _value(text: str) -> Any:
         return yaml.safe_load(text)
     except yaml.YAMLError:
         return text
-
-
-def _checks() -> list[NotebookSpec]:
-    return [s for s in NOTEBOOKS if s.module]
 
 
 def _add_options(p: argparse.ArgumentParser, spec: NotebookSpec, legacy: Mapping[str, str]) -> None:
@@ -84,7 +79,7 @@ def register_check(sub: Any, add: Any, common: argparse.ArgumentParser, spec: No
 
 
 def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
-    checks = _checks()
+    checks = [s for s in NOTEBOOKS if s.module]
     p = add(sub, "check", "run one notebook's check alone, with no notebook",
             "Run the check of one notebook of the workbook on the configured collection (or the profile's "
             "retriever), with the profile's parameters: the same gates, values and verdicts as the notebook. "
@@ -104,28 +99,25 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
 def read_profile(path: Path | None) -> tuple[Any, dict[str, Any], str]:
     """The settings (the profile's collection and retriever over the environment, as a run sets them), every
     parameter (the profile's, else the default profile's, as the notebook's own cell gives) and the file read."""
-    from retrieval_lib.config import PROJECT_ROOT, load_settings
     from retrieval_lib.workbook.runner import load_profile
 
     profile = load_profile(path)
-    settings = load_settings(env={**os.environ, **profile.environment()}, dotenv_path=PROJECT_ROOT / ".env")
-    return settings, profile.with_defaults(), str(profile.path)
+    return profile.settings(), profile.with_defaults(), str(profile.path)
 
 
-def run_named(spec: NotebookSpec | str, args: argparse.Namespace, prepare: Prepare | None = None) -> int:
+def run_named(spec: NotebookSpec, args: argparse.Namespace, prepare: Prepare | None = None) -> int:
     """Run ``spec``'s check as the CLI does; 0 its gates hold, 1 one failed (printed, or as JSON)."""
     from retrieval_lib.cli.commands import gate_exit_code, print_json
     from retrieval_lib.params import check_parameters
     from retrieval_lib.workbook.check import check_params, open_check, run_check
 
-    spec = notebook_spec(spec) if isinstance(spec, str) else spec
     settings, values, path = read_profile(args.params)
     params = check_params(spec, values, path=path)
     given = {k: getattr(args, k) for k in params if getattr(args, k, None) is not None}
     check_parameters(given, where="the command line")  # a wrong value stops here, as a profile's would
     params.update(given)
     if prepare is not None:
-        prepare(args, params)
+        prepare(args, params, settings)
     with tempfile.TemporaryDirectory(prefix=f"{spec.name}-") as tmp:
         out = args.out or Path(tmp)
         out.mkdir(parents=True, exist_ok=True)

@@ -35,9 +35,11 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
     p.add_argument("--json", action="store_true", help="print the whole comparison as JSON")
     p.add_argument("--metric", action="append", default=None, metavar="NAME",
                    help=f"a ranx metric, repeatable (default {' '.join(DEFAULT_METRICS)})")
-    p.add_argument("--alpha", type=float, default=0.05, help="significance level of the paired test (default 0.05)")
-    p.add_argument("--min-effect", type=float, default=0.02,
-                   help="smallest drop of a metric that counts as a regression (default 0.02)")
+    p.add_argument("--alpha", type=float, default=None,
+                   help="significance level of the paired test (default: compare_alpha of params/demo.yaml)")
+    p.add_argument("--min-effect", type=float, default=None,
+                   help="smallest drop of a metric that counts as a regression (default: compare_min_effect of "
+                        "params/demo.yaml)")
     p.add_argument("--test", choices=("student", "fisher"), default="student",
                    help="ranx's paired test: t-test (default) or Fisher's randomisation test")
     p.set_defaults(func=run)
@@ -46,13 +48,16 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from retrieval_lib.checks.comparison.compare import DEFAULT_METRICS, Compared, NothingToCompare
     from retrieval_lib.cli.commands import print_json
+    from retrieval_lib.params import DEFAULT_PROFILE, load_profile
     from retrieval_lib.workbook.check import open_check, run_check
     from retrieval_lib.workbook.registry import notebook_spec
 
     spec = notebook_spec("compare")
-    params = {"baseline_run": args.baseline, "candidate_run": args.candidate, "compare_alpha": args.alpha,
-              "compare_min_effect": args.min_effect, "metrics": tuple(args.metric or DEFAULT_METRICS),
-              "test": args.test}
+    defaults = load_profile(DEFAULT_PROFILE, secrets=set()).values  # each default is written once, there
+    given = {"compare_alpha": args.alpha, "compare_min_effect": args.min_effect}
+    params = {"baseline_run": args.baseline, "candidate_run": args.candidate,
+              **{k: defaults[k] if v is None else v for k, v in given.items()},
+              "metrics": tuple(args.metric or DEFAULT_METRICS), "test": args.test}
     with tempfile.TemporaryDirectory(prefix="compare-") as tmp, open_check(spec, tmp) as ctx:
         result = run_check(spec, ctx, params)
     if isinstance(result, NothingToCompare) and result.error is not None:

@@ -50,16 +50,10 @@ def run(args: argparse.Namespace) -> int:
     per_file = DEFAULT_PER_FILE if args.per_file is None else args.per_file
     if per_file < 1:
         raise ValidationError(f"--per-file must be 1 or more (got {per_file})", field="per_file")
-    base: dict[str, Any] = {}
-    settings = load_settings()
-    if args.profile:
-        base = dict(load_profile(args.profile).values)
-        overrides: dict[str, Any] = {}
-        if base.get("collection"):
-            overrides["collection_name"] = str(base["collection"])
-        if base.get("payload_fields"):
-            overrides["payload_fields"] = dict(base["payload_fields"])
-        settings = settings.with_overrides(**overrides) if overrides else settings
+    profile = load_profile(args.profile) if args.profile else None
+    base: dict[str, Any] = dict(profile.values) if profile else {}
+    # the profile's collection and payload fields over the environment, as a run sets them
+    settings = profile.settings() if profile else load_settings()
     embedder = CachedEmbedder(make_embedder(settings), QueryCache(cache_file(args.out)))
     with open_collection(settings) as view:
         if not args.json:

@@ -9,7 +9,6 @@ from typing import Any
 
 from retrieval_lib.cli.commands import print_json
 
-NAME = "ingest"
 #: Place in ``--help``: the everyday commands first.
 ORDER = 2
 

@@ -117,8 +117,7 @@ def lines(f: Inspection) -> list[str]:
         example = repr(k["example"])[:50] if k["example"] is not None else "-"
         out.append(f"  {k['key'][:32]:32} {k['filled']:>7.0%}  {k['type']:7} {example}")
     out += ["", f"fields the workbook reads ({f.roles.origin} mapping):"]
-    for row in mapping_rows(f):
-        out.append(f"  {row['role']:21} <- {row['payload key']:24} {row['evidence']}")
+    out += [f"  {row['role']:21} <- {row['payload key']:24} {row['evidence']}" for row in mapping_rows(f)]
     rejected = f.roles.evidence.get("_rejected")
     if rejected:
         out.append(f"  not used: {rejected.strip().rstrip(';')}")
@@ -156,8 +155,7 @@ def book_mapping(view: Any, collection: str, book: str) -> dict[str, Any]:
     URL ending in ``.xml``): counts per way of matching, the inferred URL base path, every source."""
     from retrieval_lib.book import map_sources, read_chunks, read_docs, read_sitemap, resolve_docs
 
-    is_sitemap = book.endswith(".xml") or book.startswith(("http://", "https://"))
-    pages = read_sitemap(book) if is_sitemap else read_docs(resolve_docs(book) or book)
+    pages = read_sitemap(book) if book_keys(book)["book_sitemap"] else read_docs(resolve_docs(book) or book)
     bmap = map_sources(pages, read_chunks(view, collection))
     return {"book": pages.kind, "pages": len(pages.pages), "route_base": pages.route_base,
             "base_path": bmap.base_path, "base_origin": bmap.base_origin, "counts": bmap.counts(),
@@ -176,7 +174,6 @@ def book_lines(m: dict[str, Any]) -> list[str]:
     if m["problem"]:
         out.append(f"  problem: {m['problem']}")
     out += [f"  unreadable page: {line}" for line in m["unreadable_pages"]]
-    for row in m["sources"][:200]:
-        out.append(f"  {row['how']:24} {row['source']} -> {row['page'] or '(no page)'}"
-                   + (f"  ({row['hint']})" if row["hint"] else ""))
+    out += [f"  {row['how']:24} {row['source']} -> {row['page'] or '(no page)'}"
+            + (f"  ({row['hint']})" if row["hint"] else "") for row in m["sources"][:200]]
     return out

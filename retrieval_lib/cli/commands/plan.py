@@ -23,7 +23,6 @@ How a run spends its calls:
 from __future__ import annotations
 
 import argparse
-import ast
 import math
 import sys
 from collections.abc import Callable, Sequence
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_lib.cli.commands import print_json
-from retrieval_lib.params import load_golden_set, load_query_sets
+from retrieval_lib.params import DEFAULT_PROFILE, load_golden_set, load_profile, load_query_sets
 from retrieval_lib.workbook.registry import NotebookPlan, spec_for_stem
 
 __all__ = ["NotebookPlan", "RunPlan", "plan_run", "prefetch_queries", "register", "run", "lines"]
@@ -142,10 +141,11 @@ class _Inputs:
         return [q.text for q in build_queries(self._sources, per_file)]
 
     def probe_queries(self, sample: int, seed: int) -> list[str]:
-        from retrieval_lib.checks.collection.embedding_contract import document_text, probe_query, sample_points
+        from retrieval_lib.checks.collection.embedding_contract import probe_query, sample_points
+        from retrieval_lib.collection.ours import embedded_text
 
         points = sample_points(self.store(), self.collection, sample=sample, seed=seed)
-        return [probe_query(p.payload or {}) or document_text(p.payload or {})[:200] for p in points]
+        return [probe_query(p.payload or {}) or embedded_text(p.payload or {})[:200] for p in points]
 
     def close(self) -> None:
         if self._store is not None and self._owned:
@@ -164,22 +164,6 @@ def _notebook(stem: str, values: dict[str, Any], inputs: _Inputs) -> NotebookPla
         n.formula = f"{len(n.queries)} queries from the run's query cache (prefetched)" + (
             f"; {n.formula}" if n.calls else "")
     return n
-
-
-def _defaults(nb: Path) -> dict[str, Any]:
-    import papermill as pm
-
-    out: dict[str, Any] = {}
-    try:
-        declared = pm.inspect_notebook(str(nb))
-    except (ValueError, OSError):  # no kernel named, unreadable: the profile's values stand alone
-        return out
-    for name, spec in declared.items():
-        try:
-            out[name] = ast.literal_eval(spec.get("default", "None"))
-        except (ValueError, SyntaxError):
-            continue
-    return out
 
 
 def plan_run(params: dict[str, Any], notebooks: Sequence[Path], settings: Any, *, store: Any = None) -> RunPlan:
@@ -204,9 +188,12 @@ def plan_run(params: dict[str, Any], notebooks: Sequence[Path], settings: Any, *
     # the size the configured embedder starts with (EMBEDDING_BATCH_SIZE, a local server's batch, or the vendor's)
     plan = RunPlan(provider, str(model), planned_batch(settings), [], [])
     inputs = _Inputs(plan, lambda: open_store(settings), settings.collection_name, store)
+    # a known notebook's parameters cell holds the default profile's values (tests/test_params.py holds them
+    # equal); a notebook the registry does not know is not planned
+    defaults = load_profile(DEFAULT_PROFILE, secrets=set()).values
     try:
         for nb in notebooks:
-            plan.notebooks.append(_notebook(nb.stem, {**_defaults(nb), **params}, inputs))
+            plan.notebooks.append(_notebook(nb.stem, {**defaults, **params}, inputs))
     finally:
         inputs.close()
     plan.prefetch = list(dict.fromkeys(q for n in plan.notebooks for q in n.queries))
@@ -231,10 +218,8 @@ def lines(plan: RunPlan) -> list[str]:
     out = [f"embedding plan: {plan.provider} / {plan.model} ({bill}); {per_call}",
            f"{'':24} {'calls':>5} {'texts':>6}  how",
            f"{'prefetch (run start)':24} {plan.prefetch_calls:>5} {len(plan.prefetch):>6}  "
-           f"every distinct query of the cache-reading notebooks, once: {plan.calls_text(len(plan.prefetch))}"
-           if plan.remote else
-           f"{'prefetch (run start)':24} {plan.prefetch_calls:>5} {len(plan.prefetch):>6}  "
-           f"every distinct query of the cache-reading notebooks, once"]
+           "every distinct query of the cache-reading notebooks, once"
+           + (f": {plan.calls_text(len(plan.prefetch))}" if plan.remote else "")]
     for n in plan.notebooks:
         calls = str(n.calls) if n.known else "?"
         out.append(f"{n.notebook:24} {calls:>5} {n.texts if n.known else '?':>6}  {n.formula}"

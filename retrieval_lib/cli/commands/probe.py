@@ -21,15 +21,14 @@ LEGACY = {"--sample": "contract_sample", "--seed": "contract_seed", "--top-k": "
           "--min-cosine": "contract_min_cosine", "--max-drop": "max_self_retrieval_drop"}
 
 
-def _say_cost(args: argparse.Namespace, params: dict[str, Any]) -> None:
+def _say_cost(args: argparse.Namespace, params: dict[str, Any], settings: Any) -> None:
     """Refuse bad arguments before the model loads or a connection opens, then say what the probe costs."""
     from retrieval_lib.checks.collection import embedding_contract
-    from retrieval_lib.cli.commands.check import read_profile
     from retrieval_lib.embedding.providers import make_embedder
 
     embedding_contract.check_args(params["contract_sample"], params["top_k"], params["contract_min_cosine"],
                                   params["max_self_retrieval_drop"])
-    embedder = make_embedder(read_profile(args.params)[0])  # the model loads on first use: not here
+    embedder = make_embedder(settings)  # the model loads on first use: not here
     line = embedding_contract.plan_cost(embedder, params["contract_sample"]).line()
     print(line.replace("cost:", "probe cost (at most):", 1), file=sys.stderr)
 

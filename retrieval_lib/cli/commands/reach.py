@@ -28,7 +28,7 @@ def _extra(p: argparse.ArgumentParser) -> None:
                    help="skip the heading and golden questions (no embedding model is loaded)")
 
 
-def _prepare(args: argparse.Namespace, params: dict[str, Any]) -> None:
+def _prepare(args: argparse.Namespace, params: dict[str, Any], settings: Any) -> None:
     if args.sample is not None:
         params["reach_sample_size"] = args.sample
         params["reach_max_full"] = min(params["reach_max_full"], args.sample)

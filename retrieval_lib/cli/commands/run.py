@@ -10,7 +10,6 @@ from typing import Any
 
 from retrieval_lib.cli.commands import print_json
 
-NAME = "run"
 #: Place in ``--help``: the everyday commands first.
 ORDER = 3
 

@@ -7,7 +7,6 @@ With ``--params P`` the profile's collection is searched, or, when the profile n
 from __future__ import annotations
 
 import argparse
-import os
 import sys
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
@@ -17,7 +16,6 @@ from retrieval_lib.cli.commands import mapping_note, print_json
 if TYPE_CHECKING:
     from retrieval_lib.retrievers import RetrieverSpec
 
-NAME = "search"
 #: Place in ``--help``: the everyday commands first.
 ORDER = 0
 
@@ -42,15 +40,12 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from retrieval_lib.config import PROJECT_ROOT, load_settings
+    from retrieval_lib.cli.commands.check import read_profile
+    from retrieval_lib.config import load_settings
     from retrieval_lib.search import Retriever, validate_params, validate_query
 
-    settings = load_settings()
-    if args.params is not None:  # the profile's collection and retriever over the environment, as a run sets them
-        from retrieval_lib.workbook.runner import load_profile
-
-        profile_env = load_profile(args.params).environment()
-        settings = load_settings(env={**os.environ, **profile_env}, dotenv_path=PROJECT_ROOT / ".env")
+    # with a profile: its collection and retriever over the environment, as a run sets them
+    settings = load_settings() if args.params is None else read_profile(args.params)[0]
     # Bad input is refused before the model loads or a connection opens.
     validate_query(args.query, settings.query_max_chars)
     validate_params(args.top_k, args.similarity_threshold)

@@ -6,7 +6,6 @@ import argparse
 from pathlib import Path
 from typing import Any
 
-NAME = "serve"
 #: Place in ``--help``: the everyday commands first.
 ORDER = 4
 

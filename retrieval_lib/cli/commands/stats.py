@@ -9,7 +9,6 @@ from typing import Any
 from retrieval_lib.cli.commands import mapping_note, print_json
 from retrieval_lib.models import CollectionStats
 
-NAME = "stats"
 #: Place in ``--help``: the everyday commands first.
 ORDER = 1
 

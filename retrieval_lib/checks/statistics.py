@@ -1,4 +1,10 @@
-"""The statistics of a run-to-run comparison, each from a well-kept library.
+"""The statistics checks of several families share, each from a well-kept library.
+
+The interval of one proportion (score distributions on recall and rejection at the recommended threshold, the
+embedding contract on the share of chunks that retrieve their own point, reachability on the sampled share no query
+reaches): the Wilson score interval (``scipy.stats.binomtest``), and how many trials narrow it to +-``target``.
+
+Paired statistics of two runs over the same judged queries (14's run-to-run comparison, 15's side by side):
 
 - per-query IR metrics and the paired test: ranx (``evaluate``, ``compare`` with ``stat_test="student"``, the
   paired t-test, or ``"fisher"``, Fisher's randomisation test);
@@ -8,8 +14,7 @@
       power(d) = P(T > t_crit) + P(T < -t_crit),  T ~ nct(df = n - 1, nc = d * sqrt(n) / sd),
       t_crit = t_{1 - alpha/2, n - 1};   MDE = the d where power(d) = 0.8
 
-- a shift of score distributions: the two-sample Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``);
-- ranking overlap: RBO and Jaccard from :mod:`retrieval_lib.checks.stability.consistency`.
+- a shift of score distributions: the two-sample Kolmogorov-Smirnov test (``scipy.stats.ks_2samp``).
 """
 
 from __future__ import annotations
@@ -21,33 +26,33 @@ from dataclasses import dataclass
 
 from retrieval_lib.errors import ValidationError
 
-__all__ = ["TESTS", "evaluate_per_query", "paired_p_values", "bootstrap_interval", "detectable_effect",
-           "queries_needed", "KsShift", "ks_shift", "page_run", "sufficiency_sentence", "FALLBACK_SD"]
+__all__ = ["wilson", "queries_for_width", "TESTS", "evaluate_per_query", "paired_p_values", "bootstrap_interval",
+           "detectable_effect", "queries_needed", "KsShift", "ks_shift"]
 
+def wilson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
+    """Wilson score interval of the proportion ``successes / n`` (scipy); (nan, nan) for n = 0."""
+    from scipy.stats import binomtest
+
+    if n == 0:
+        return math.nan, math.nan
+    ci = binomtest(successes, n).proportion_ci(confidence_level=confidence, method="wilson")
+    return float(ci.low), float(ci.high)
+
+
+def queries_for_width(share: float, target: float = 0.05, *, limit: int = 100_000) -> int:
+    """Queries needed for the Wilson 95% interval around ``share`` to be at most +-``target`` wide."""
+    n = 2
+    while n < limit:  # bounded: n grows by a quarter each round
+        low, high = wilson(round(share * n), n)
+        if (high - low) / 2 <= target:
+            return n
+        n = int(n * 1.25) + 1
+    return limit
+
+
+# --------------------------------------------------------------------------- two runs over the same queries
 #: ranx's paired tests this comparison offers: the paired t-test and Fisher's randomisation test.
 TESTS = ("student", "fisher")
-#: The per-query standard deviation assumed when nothing varies yet: the largest a metric in [0, 1] can have.
-FALLBACK_SD = 0.5
-
-
-def page_run(results: Mapping[str, Sequence[Sequence[object]]], level: str | None) -> dict[str, dict[str, float]]:
-    """A ranx run at ``level`` from a run file's ranked ``results``.
-
-    At ``"source_url"`` or ``"source_file"`` a query's documents are its distinct pages (files) in rank order,
-    scored ``n - rank`` so that rank order, not score ties, decides (as the golden notebook's trec_eval run does);
-    at ``"chunk_id"`` or None the chunk ids with their scores.
-    """
-    column = {"source_file": 2, "source_url": 3}.get(level or "")
-    run: dict[str, dict[str, float]] = {}
-    for qid, rows in results.items():
-        if column is None:
-            run[qid] = {}
-            for row in rows:
-                run[qid].setdefault(str(row[0]), float(row[1]))  # type: ignore[arg-type]
-            continue
-        docs = list(dict.fromkeys(str(row[column] or row[0]) for row in rows))
-        run[qid] = {doc: float(len(docs) - rank) for rank, doc in enumerate(docs)}
-    return run
 
 
 def _ranx_run(run: Mapping[str, Mapping[str, float]], name: str):
@@ -168,16 +173,6 @@ def queries_needed(effect: float, sd: float, *, alpha: float = 0.05, power: floa
         mid = (lo + hi) // 2
         lo, hi = (lo, mid) if enough(mid) else (mid + 1, hi)
     return hi
-
-
-def sufficiency_sentence(n: int, kind: str, metric: str, mde: float, basis: str, *, min_effect: float,
-                         needed: int) -> str:
-    """The label-sufficiency statement, said plainly."""
-    head = (f"with {n} {kind} queries, a change in {metric} smaller than {mde:.3f} cannot be told from noise "
-            f"(80% power, alpha 0.05; per-query spread {basis})")
-    if mde <= min_effect:
-        return head + f"; the min-effect {min_effect:g} is detectable"
-    return head + f"; detecting a change of {min_effect:g} needs about {needed} judged queries"
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,165 @@
+"""The page comparison's figures against its definitions, computed the slow way (Python sets of word tuples).
+
+:func:`retrieval_lib.book.compare_pages` takes short cuts for speed (a chunk found whole in its page is not
+shingled); whatever the short cut, ``judged``, ``stale`` and ``coverage`` must be those of the definitions in
+:mod:`retrieval_lib.book.findings` and :mod:`retrieval_lib.book.text`:
+
+- a chunk is *judged* when it has at least :data:`~retrieval_lib.book.text.SHINGLE` words, *stale* when fewer than
+  :data:`~retrieval_lib.book.FOUND_SHARE` of its shingles are in the page;
+- coverage is ``|S(page) ∩ ∪ S(judged chunk)| / |S(page)|``.
+
+Words here are what :func:`~retrieval_lib.book.text.clean` leaves, split on spaces: independent of the hashing.
+"""
+
+from __future__ import annotations
+
+import random
+
+import numpy as np
+import pytest
+
+from retrieval_lib.book import FOUND_SHARE, BookChunks, BookMap, Page, compare_pages, findings
+from retrieval_lib.book.pages import Book
+from retrieval_lib.book.text import SHINGLE, clean, clean_all, words
+
+VOCAB = [f"w{i}" for i in range(40)] + ["ROS2", "ros2-control", "Gazebo", "don't", "naïve", "x"]
+
+
+def _shingles(text: str | None) -> list[tuple[bytes, ...]]:
+    w = clean(text).split()
+    if len(w) < SHINGLE:
+        return [tuple(w)] if w else []
+    return [tuple(w[i:i + SHINGLE]) for i in range(len(w) - SHINGLE + 1)]
+
+
+def _expected(body: str, contents: list[str | None]) -> tuple[int, int, float]:
+    page = set(_shingles(body))
+    judged = stale = 0
+    covered: set[tuple[bytes, ...]] = set()
+    for c in contents:
+        if len(clean(c).split()) < SHINGLE:
+            continue
+        judged += 1
+        sh = _shingles(c)
+        found = sum(s in page for s in sh)
+        stale += found / len(sh) < FOUND_SHARE
+        covered |= set(sh)
+    coverage = len(page & covered) / len(page) if page else 1.0
+    return judged, stale, coverage
+
+
+def _page_text(rng: random.Random, n: int) -> str:
+    out = []
+    for i in range(n):
+        out.append(rng.choice(VOCAB))
+        if i % 11 == 10:
+            out.append(rng.choice([".\n\n", ", ", " [a link](https://x.org/y) ", " **", "\n- "]))
+    return " ".join(out)
+
+
+def _chunks(rng: random.Random, body: str) -> list[str | None]:
+    """Chunks of every kind: exact cuts (anywhere, with overlap, cut mid-word), punctuation and case changed,
+    edited, from another text, shorter than a shingle, empty, None."""
+    out: list[str | None] = [None, "", "w1 w2", body[:0]]
+    for _ in range(rng.randint(3, 12)):
+        a = rng.randrange(max(1, len(body)))
+        b = min(len(body), a + rng.randint(1, 400))
+        piece = body[a:b]
+        kind = rng.random()
+        if kind < 0.35:
+            out.append(piece)                                           # a cut of the raw text (maybe mid-word)
+        elif kind < 0.5:
+            out.append(piece.upper().replace(",", " ; ").replace("\n", "   "))  # marks and case of its own
+        elif kind < 0.7:
+            ws = piece.split()
+            for k in range(0, len(ws), rng.randint(2, 6)):
+                ws[k] = rng.choice(VOCAB) + "z"                            # edited after the ingest
+            out.append(" ".join(ws))
+        elif kind < 0.85:
+            out.append(_page_text(rng, rng.randint(1, 60)))               # another page's text
+        else:
+            out.append(piece + " " + piece)                               # a run repeated: not a run of the page
+    rng.shuffle(out)
+    return out
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_compare_pages_gives_the_figures_of_the_definitions(seed):
+    rng = random.Random(seed)
+    n_words = rng.choice([0, 1, 3, 4, 5, 30, 200, 900])
+    body = _page_text(rng, n_words)
+    if seed % 7 == 0:  # a page that repeats itself: a chunk's first shingle is found at several places
+        body = body + "\n\n" + body
+    contents = _chunks(rng, body)
+    page = Page("p.md", "/docs/p", "P", int(words([body]).hashes.size), words([body]).hashes)
+    book = Book([page], "mem", "docusaurus", "/docs")
+    chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents), [None] * len(contents),
+                        contents, [None] * len(contents))
+    bmap = BookMap([], {"p.md": list(range(len(contents)))})
+    got = compare_pages(book, bmap, chunks)
+    judged, stale, coverage = _expected(body, contents)
+    assert len(got) == 1
+    c = got[0]
+    assert (c.chunks, c.judged, c.stale) == (len(contents), judged, stale)
+    assert c.coverage == pytest.approx(coverage, abs=1e-12)
+
+
+@pytest.mark.parametrize("batch_words", [1, 300, 1 << 17])
+def test_pages_compared_in_batches_each_get_their_own_figures(batch_words, monkeypatch):
+    """Many pages at once (one batch, several, a page each), some sharing text, some shorter than a shingle or
+    empty: each page's figures are its own (a chunk is looked up in its page only)."""
+    monkeypatch.setattr(findings, "BATCH_WORDS", batch_words)
+    rng = random.Random(11)
+    pages, all_contents, page_chunks, expected = [], [], {}, {}
+    shared = _page_text(rng, 120)
+    for k in range(25):
+        body = rng.choice([shared, _page_text(rng, rng.choice([0, 2, 3, 4, 40, 300])), shared + " extra words"])
+        hashes = words([body]).hashes
+        path = f"p{k}.md"
+        pages.append(Page(path, f"/docs/p{k}", path, int(hashes.size), hashes))
+        # chunks of this page, and of another page's text (found elsewhere in the book: stale here)
+        contents = _chunks(rng, body) + [_page_text(rng, 30)]
+        page_chunks[path] = list(range(len(all_contents), len(all_contents) + len(contents)))
+        all_contents += contents
+        expected[path] = (len(contents), *_expected(body, contents))
+    n = len(all_contents)
+    chunks = BookChunks([str(i) for i in range(n)], [None] * n, [None] * n, all_contents, [None] * n)
+    got = compare_pages(Book(pages, "mem", "docusaurus", "/docs"), BookMap([], page_chunks), chunks)
+    assert [c.page for c in got] == list(page_chunks)
+    for c in got:
+        chunks_n, judged, stale, coverage = expected[c.page]
+        assert (c.chunks, c.judged, c.stale) == (chunks_n, judged, stale), c.page
+        assert c.coverage == pytest.approx(coverage, abs=1e-12), c.page
+
+
+def test_chunks_found_whole_and_shingled_give_the_same_figures():
+    """A chunk found whole in the page and the same chunk with its marks changed (so not found whole): same
+    figures, shingled or not."""
+    rng = random.Random(5)
+    body = _page_text(rng, 500)
+    whole = [body[i:i + 300] for i in range(0, len(body), 250)]
+    marked = [c.replace(" ", " , ") for c in whole]
+    page = Page("p.md", "/docs/p", "P", int(words([body]).hashes.size), words([body]).hashes)
+    book = Book([page], "mem", "docusaurus", "/docs")
+    figures = []
+    for contents in (whole, marked):
+        chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents),
+                            [None] * len(contents), list(contents), [None] * len(contents))
+        c = compare_pages(book, BookMap([], {"p.md": list(range(len(contents)))}), chunks)[0]
+        figures.append((c.judged, c.stale, round(c.coverage, 12)))
+    assert figures[0] == figures[1] == (len(whole), 0, figures[0][2]) and figures[0][2] > 0.95
+    assert np.isfinite(figures[0][2])
+
+
+def test_clean_all_gives_the_bytes_of_clean_text_by_text():
+    texts = [None, "", "plain words", "a [link](https://x.org/a) b", "<Tabs>\nx</Tabs>", "see https://x.org/y z",
+             "import X from 'y';\ntext", "export const a = 1;\nmore", "naïve café ünïcode", "lone \ud800 surrogate",
+             "ends with import", " starts with space", "a](b", "x < y", "ROS2-Control, DON'T!", "text\nimport\tX",
+             "mid import x", "x\nexport y\nz", "a:/b c://d", "ü [ä](ö) <b>ß</b>", "](", "<", "://"]
+    rng = random.Random(2)
+    for _ in range(30):
+        pick = [rng.choice(texts) for _ in range(rng.randint(0, 12))]
+        data, lengths = clean_all(pick)
+        assert data == b" ".join(clean(t) for t in pick)
+        assert lengths.tolist() == [len(clean(t)) for t in pick]
+        assert words(pick).count.tolist() == [len(clean(t).split()) for t in pick]
