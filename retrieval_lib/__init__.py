@@ -12,7 +12,7 @@ The few names a script needs, assembled here; each family's own face has the res
 - :mod:`retrieval_lib.checks`: one module per question a notebook asks;
 - :mod:`retrieval_lib.service`, :mod:`retrieval_lib.cli`: the seed-003 HTTP service and the command line.
 
-Imports point one way, down this list (``tests/test_layout.py`` enforces it).
+Imports point one way, down this list (``tests/foundation/test_layout.py`` enforces it).
 """
 
 import sys as _sys

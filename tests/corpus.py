@@ -11,9 +11,14 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 __all__ = ["BOOK", "DOCS", "SAMPLE_COLLECTION", "STAMP", "Book", "fill_collection", "make_payload"]
+
+#: The tests folder and its fixtures (the test modules live one or two folders below it).
+TESTS = Path(__file__).resolve().parent
+FIXTURES = TESTS / "fixtures"
 
 BOOK = "https://book.example"
 STAMP = "2025-01-15T10:00:00+00:00"

@@ -75,7 +75,7 @@ def compare_pages(book: Book, bmap: BookMap, chunks: BookChunks) -> list[PageCom
     A chunk whose words are, in order, a run of its page's words (its first shingle looked up among the page's,
     the run's hash compared) has every shingle in the page, at those positions: it is judged found without being
     shingled. Only the other chunks' shingles are looked up; the figures are those of the definitions above either
-    way (``tests/test_book_compare.py`` computes them the slow way). Pages are compared a batch at a time
+    way (``tests/book/test_book_compare.py`` computes them the slow way). Pages are compared a batch at a time
     (:data:`BATCH_WORDS`), each shingle keyed by its page (:func:`~retrieval_lib.book.text.keyed`).
     """
     pages = {p.path: p for p in book.pages}

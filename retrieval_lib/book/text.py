@@ -89,7 +89,7 @@ def clean_all(texts: Sequence[str | None]) -> tuple[bytes, np.ndarray]:
 
     The texts are joined and encoded once; the marks :func:`clean` acts on are looked for in the bytes
     (:func:`_marked`), and only the texts that hold one are cleaned alone, the others are folded with all the
-    rest in one pass. The bytes are those of :func:`clean`, text by text (``tests/test_book_compare.py``).
+    rest in one pass. The bytes are those of :func:`clean`, text by text (``tests/book/test_book_compare.py``).
     """
     strs = [t if t else "" for t in texts]
     data, lengths = _encoded(strs)

@@ -4,7 +4,7 @@ Regenerate it after changing a gate::
 
     python -m retrieval_lib.checks.gate_docs > docs/gates.md
 
-``tests/test_gates.py`` fails while the page on disk differs from what this prints.
+``tests/workbook/test_gates.py`` fails while the page on disk differs from what this prints.
 """
 
 from __future__ import annotations

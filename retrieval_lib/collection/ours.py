@@ -58,9 +58,9 @@ def rebuild_advice(owned: bool) -> str:
 def embedded_text(record: dict[str, Any]) -> str:
     """The text our ingest embeds for a chunk: its document title, a newline, then its ``content``.
 
-    Mirrors ``retrieval_lib.ingest.pipeline.prepare_documents`` (``embed_text``); ``tests/test_contract.py``
-    checks the two agree on the sample book. A chunk without a title is embedded as its content alone (as most
-    teams' pipelines embed every chunk).
+    Mirrors ``retrieval_lib.ingest.pipeline.prepare_documents`` (``embed_text``);
+    ``tests/checks/collection/test_contract.py`` checks the two agree on the sample book. A chunk without a title is
+    embedded as its content alone (as most teams' pipelines embed every chunk).
     """
     content = str(record.get("content") or "")
     title = record.get("title")

@@ -51,7 +51,7 @@ class NotebookParameters(Model):
     """Every parameter a notebook of the workbook declares, and its type (``run_dir`` aside: the runner sets it).
 
     Each one's default is the value of :data:`DEFAULT_PROFILE` (params/demo.yaml, where the figures behind each
-    threshold are written beside it); a profile names only what it changes. ``tests/test_params.py`` holds these
+    threshold are written beside it); a profile names only what it changes. ``tests/params/test_params.py`` holds these
     fields, the default profile's keys, the registry's parameter lists and the notebooks' parameters cells equal:
     a new parameter is a field here, its value (and why) in params/demo.yaml, its name in the notebook's registry
     record, and the same literal in the notebook's parameters cell.

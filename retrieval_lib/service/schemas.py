@@ -8,7 +8,7 @@ inputs with the same messages. Every one of those limits is also *published*:
 :func:`publish_limits` writes them into the OpenAPI schema (``minLength``,
 ``maxLength``, ``pattern``, ``minimum``, ``maximum``), with the app's own query
 limit, so a client generated from the schema sends only requests the service
-accepts (schemathesis checks that they agree: ``tests/test_service_fuzz.py``).
+accepts (schemathesis checks that they agree: ``tests/service/test_service_fuzz.py``).
 """
 
 from __future__ import annotations

@@ -57,7 +57,7 @@ F = TypeVar("F", bound=Callable[..., Any])
 def plain_figure(build: F) -> F:
     """Decorate a function that builds a figure: every text it creates is drawn as written (see
     :func:`plain_text`), also when the builder lays the figure out itself. Every figure builder of the package
-    carries it (``tests/test_plain_text.py`` finds them all)."""
+    carries it (``tests/workbook/test_plain_text.py`` finds them all)."""
 
     @functools.wraps(build)
     def plain(*args: Any, **kwargs: Any) -> Any:

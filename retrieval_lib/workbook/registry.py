@@ -6,7 +6,7 @@ parameters its ``parameters`` cell declares, whether it measures the embedding s
 the run's query cache), the CLI command that runs the same check alone, and what it will ask of the embedding
 service (:attr:`NotebookSpec.plan`, which ``plan`` and the run's prefetch read).
 
-Adding a notebook means adding a record here and the notebook file; ``tests/test_registry.py`` checks that
+Adding a notebook means adding a record here and the notebook file; ``tests/workbook/test_registry.py`` checks that
 every numbered notebook on disk has a record, every record a notebook, and that a record's parameters are the
 ones its notebook declares. Nothing else in the package writes a notebook's number.
 """

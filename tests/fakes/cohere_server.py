@@ -9,7 +9,7 @@ module is Cohere's answer and error bodies.
 What the installed SDK (cohere==7.3.1) does -- read from its source
 (``cohere/client_v2.py``, ``cohere/base_client.py``, ``cohere/v2/raw_client.py``,
 ``cohere/core/http_client.py``, ``cohere/core/client_wrapper.py``,
-``cohere/core/request_options.py``) and checked by ``tests/test_fakes.py``:
+``cohere/core/request_options.py``) and checked by ``tests/fakes/test_fakes.py``:
 
 Request
     ``ClientV2.embed(...)`` sends ``POST {base_url}/v2/embed``. ``base_url`` is

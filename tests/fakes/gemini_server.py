@@ -5,7 +5,7 @@ Use: ``with FakeGemini() as fake:`` then
 
 What the installed SDK (google-genai==3.6.1) sends, read from its source (``google/genai/models.py``:
 ``Models.embed_content`` -> ``_embed_content``; ``google/genai/_api_client.py``; ``google/genai/errors.py``) and
-seen on the wire by ``tests/test_gemini_embedder.py``:
+seen on the wire by ``tests/embedding/test_gemini_embedder.py``:
 
 Request
     With an API key (not Vertex AI), ``client.models.embed_content(model="gemini-embedding-001", contents=[...],

@@ -4,7 +4,7 @@ Use: ``with FakeOpenAI() as fake:`` then ``openai.OpenAI(api_key="k", base_url=f
 
 What the installed SDK (openai==3.57.0, on httpx2) sends, read from its source (``openai/resources/embeddings.py``,
 ``openai/lib/_parsing/_embeddings.py``, ``openai/_base_client.py``) and seen on the wire by
-``tests/test_openai_embedder.py``:
+``tests/embedding/test_openai_embedder.py``:
 
 Request
     ``client.embeddings.create(model=..., input=[...], dimensions=..., encoding_format=...)`` sends

@@ -37,8 +37,9 @@ __all__ = ["name_causes"]
 
 #: Largest median difference at which the retriever's scores count as a cosine the workbook computed: a score
 #: rounded to 2 decimals is off by 0.005 at most, one model on two machines differs in the 6th. MiniLM with a
-#: 57-character instruction prefix on the question moves the cosines by 0.02 (median; tests/test_side_by_side.py):
-#: twice this, so queries embedded with and without their prefix are told apart.
+#: 57-character instruction prefix on the question moves the cosines by 0.02 (median;
+#: tests/checks/retrieval/test_side_by_side.py): twice this, so queries embedded with and without their prefix are
+#: told apart.
 SCORE_MATCH = 0.01
 #: Two chunks whose collection scores differ by less than this are a tie: their order is nobody's choice.
 DISORDER_MARGIN = 1e-4

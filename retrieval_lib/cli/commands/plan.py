@@ -3,7 +3,7 @@
 The plan is worked out from the same inputs the notebooks read: the profile's values over each notebook's own
 defaults (its ``parameters`` cell), the golden set, the query sets, and the collection itself (03's heading
 queries and 09's probe sample come from stored chunks; reading them embeds nothing). It is not an estimate:
-``tests/test_run_bill.py`` runs the whole workbook against the loopback Cohere fake and asserts that every
+``tests/whole/test_run_bill.py`` runs the whole workbook against the loopback Cohere fake and asserts that every
 notebook sends exactly the calls planned here.
 
 How a run spends its calls:
@@ -188,7 +188,7 @@ def plan_run(params: dict[str, Any], notebooks: Sequence[Path], settings: Any, *
     # the size the configured embedder starts with (EMBEDDING_BATCH_SIZE, a local server's batch, or the vendor's)
     plan = RunPlan(provider, str(model), planned_batch(settings), [], [])
     inputs = _Inputs(plan, lambda: open_store(settings), settings.collection_name, store)
-    # a known notebook's parameters cell holds the default profile's values (tests/test_params.py holds them
+    # a known notebook's parameters cell holds the default profile's values (tests/params/test_params.py holds them
     # equal); a notebook the registry does not know is not planned
     defaults = load_profile(DEFAULT_PROFILE, secrets=set()).values
     try:

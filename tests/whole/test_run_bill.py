@@ -21,8 +21,8 @@ from __future__ import annotations
 import base64
 import logging
 import math
-from pathlib import Path
 
+import corpus
 import pytest
 from fakes.cohere_server import FakeCohere
 
@@ -36,7 +36,7 @@ from retrieval_lib.workbook.runner import list_notebooks, load_profile, run_work
 KEY = "co-BILL-TEST-5e21c9"
 QDRANT_KEY = "qd-BILL-TEST-77a1e0"
 NEEDLES = [k.encode() for k in (KEY, QDRANT_KEY)] + [base64.b64encode(k.encode()) for k in (KEY, QDRANT_KEY)]
-FIXTURES = Path(__file__).parent / "fixtures"
+FIXTURES = corpus.FIXTURES
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(900)]
 
 

@@ -18,6 +18,7 @@ import sys
 import time
 from pathlib import Path
 
+import corpus
 import pytest
 import yaml
 from fakes.cohere_server import FakeCohere
@@ -27,7 +28,7 @@ from retrieval_lib.stores.qdrant import VectorStore
 
 KEY = "co-KILL-TEST-5b1e77"
 COLLECTION = "killtest"
-FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
+FIXTURES = corpus.FIXTURES / "notebooks"
 
 
 def clean_env(**extra: str) -> dict[str, str]:

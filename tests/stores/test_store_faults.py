@@ -21,8 +21,8 @@ import sys
 import threading
 import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from pathlib import Path
 
+import corpus
 import httpx
 import pytest
 from fakes.embedders import FakeEmbedder
@@ -41,7 +41,7 @@ from retrieval_lib.search import Retriever
 from retrieval_lib.stores import VectorStore, collection_stats, open_store
 
 QDRANT_KEY = "qd-TEST-KEY-77ab"
-PROJECT = Path(__file__).resolve().parent.parent
+PROJECT = corpus.TESTS.parent
 
 pytestmark = pytest.mark.usefixtures("no_proxies")
 

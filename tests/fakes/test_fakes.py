@@ -29,10 +29,11 @@ import httpx
 import numpy as np
 import pytest
 from cohere.core.api_error import ApiError
-from fakes.cohere_server import FakeCohere, embed_text
-from fakes.tcp import BlackholeServer, closed_port
 from qdrant_client import QdrantClient
 from qdrant_client.http.exceptions import ResponseHandlingException
+
+from fakes.cohere_server import FakeCohere, embed_text
+from fakes.tcp import BlackholeServer, closed_port
 
 MODEL = "embed-v4.0"
 KEY = "test-key-123"

@@ -3,7 +3,8 @@
 
 What every remote embedder keeps (the dimension, batching and order, input types, every failure onto the package's
 errors, the retry budget, settings end to end, the service's 502, the key nowhere) is
-``tests/test_provider_contract.py``, Gemini included. Here: the wire (``:batchEmbedContents``, ``x-goog-api-key``,
+``tests/embedding/test_provider_contract.py``, Gemini included.
+Here: the wire (``:batchEmbedContents``, ``x-goog-api-key``,
 one request per text with its task type), ``outputDimensionality`` and the unnormalised reduced vectors, the
 ``RetryInfo`` delay Google puts in a 429's body, and ``GOOGLE_API_KEY`` as the key's other name.
 """

@@ -2,7 +2,7 @@
 
 What every remote embedder keeps (the dimension, batching and order, input types, every failure onto the package's
 errors, the retry budget, settings end to end, the service's 502, the key nowhere) is
-``tests/test_provider_contract.py``, Cohere included. Here: the v2 wire (``embedding_types=["float"]``,
+``tests/embedding/test_provider_contract.py``, Cohere included. Here: the v2 wire (``embedding_types=["float"]``,
 ``truncate="END"``, the bearer key), the input type deciding the vector, the default model, ``output_dimension``
 (embed-v4.0), and the closed list of models.
 """

@@ -2,7 +2,8 @@
 
 What every remote embedder keeps (the dimension, batching and order, input types, every failure onto the package's
 errors, the retry budget, settings end to end, the service's 502, the key nowhere) is
-``tests/test_provider_contract.py``, OpenAI included. Here: the wire (``/v1/embeddings``, float encoding, the SDK's
+``tests/embedding/test_provider_contract.py``, OpenAI included.
+Here: the wire (``/v1/embeddings``, float encoding, the SDK's
 own retries off), the 300,000 tokens one request may carry, ``dimensions`` (sent, reported, renormalised, set by
 ``EMBEDDING_DIMENSIONS``, keyed apart in the run cache), and ``plan``'s call count at each provider's batch size.
 """

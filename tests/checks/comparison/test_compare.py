@@ -7,6 +7,7 @@ import math
 import warnings
 from pathlib import Path
 
+import corpus
 import pytest
 
 from retrieval_lib.checks import statistics as st
@@ -178,7 +179,7 @@ def test_ks_shift_is_scipys():
 
 
 def test_committed_baseline_compares_with_itself():
-    root = Path(__file__).resolve().parents[1] / "params" / "baselines" / "sample_book"
+    root = corpus.TESTS.parent / "params" / "baselines" / "sample_book"
     assert compare_runs(root, root, metrics=["ndcg@5"]).exit_code == 0
 
 

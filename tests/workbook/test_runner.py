@@ -15,13 +15,14 @@ import sys
 import time
 from pathlib import Path
 
+import corpus
 import pytest
 import yaml
 
 from retrieval_lib.errors import ParamsError, ValidationError
 from retrieval_lib.workbook.runner import list_notebooks, load_profile, run_workbook
 
-FIXTURES = Path(__file__).parent / "fixtures" / "notebooks"
+FIXTURES = corpus.FIXTURES / "notebooks"
 pytestmark = pytest.mark.timeout(180)
 
 

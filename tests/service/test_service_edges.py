@@ -20,8 +20,8 @@ import time
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
-from pathlib import Path
 
+import corpus
 import httpx
 import pytest
 from service_fixtures import serving, small_retriever, sqlite_db
@@ -35,7 +35,7 @@ pytestmark = pytest.mark.usefixtures("no_proxies")
 TIMEOUT = 1.0  # the read timeouts the tests configure (the default is 10 s)
 OPTIONS = ServiceOptions(header_timeout=TIMEOUT, body_timeout=TIMEOUT, max_header_bytes=8 * 1024)
 QUERY = {"query": "What is ROS 2?"}
-TESTS = Path(__file__).parent
+TESTS = corpus.TESTS
 
 
 @pytest.fixture(scope="module")

@@ -131,7 +131,7 @@ def hashed(name: str) -> Iterator[tuple[Any, Any]]:
     if name == "cohere":
         with FakeCohere(dim=384) as fake:
             # each fake stands in for its vendor's own API: EMBEDDING_BATCH_SIZE at the vendor's limit (at another
-            # base URL the batch would start at a local server's 16: tests/test_embed_batches.py)
+            # base URL the batch would start at a local server's 16: tests/embedding/test_embed_batches.py)
             yield CohereEmbedder(KEY, "embed-english-light-v3.0", base_url=fake.url, max_retries=0,
                                  batch_size=batch_limit(name)), fake
     elif name == "openai":
