@@ -22,6 +22,7 @@ def pytest_collection_modifyitems(session, config, items) -> None:
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
+@pytest.hookimpl(optionalhook=True)  # without pytest-xdist (-p no:xdist, make test-browser) it is never called
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadgroup`` as documented: a module marked ``xdist_group`` runs on one worker, so its costly module
     and session fixtures are built once (``make test``).

@@ -302,4 +302,5 @@ def test_the_check_without_a_retriever_in_the_profile_judges_nothing_and_says_wh
         assert gates(ctx.report) == dict.fromkeys(IDS, None)
         assert "no retriever is configured" in str(result) and result.tables()["per_query"].empty
     finally:
+        ctx._retriever = None  # the session's collection: closing it here would close it for every later test
         ctx.close()
