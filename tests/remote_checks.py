@@ -56,12 +56,13 @@ def uniform(seconds: float) -> dict[str, float]:
     return {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
 
 
-def record_sent_timeouts(monkeypatch: Any) -> list[Any]:
-    """The timeout httpx enforced on each request this process sends from now on, in order
-    (``request.extensions["timeout"]``), for both flavours the SDKs use: ``httpx`` (cohere, google-genai) and
-    ``httpx2`` (openai)."""
+def record_sent(monkeypatch: Any, keep: Any = None) -> list[Any]:
+    """What ``keep(request)`` says of each request this process sends from now on, in order (default: ``(url,
+    timeout)``, the timeout httpx enforced on it, ``request.extensions["timeout"]``), for both flavours the SDKs
+    use: ``httpx`` (cohere, google-genai, qdrant-client) and ``httpx2`` (openai)."""
     import httpx
 
+    keep = keep or (lambda request: (str(request.url), request.extensions.get("timeout")))
     seen: list[Any] = []
     flavours = [httpx]
     try:
@@ -74,11 +75,16 @@ def record_sent_timeouts(monkeypatch: Any) -> list[Any]:
         send = flavour.Client.send
 
         def recording_send(self: Any, request: Any, *args: Any, _send: Any = send, **kwargs: Any) -> Any:
-            seen.append(request.extensions.get("timeout"))
+            seen.append(keep(request))
             return _send(self, request, *args, **kwargs)
 
         monkeypatch.setattr(flavour.Client, "send", recording_send)
     return seen
+
+
+def record_sent_timeouts(monkeypatch: Any) -> list[Any]:
+    """The timeout httpx enforced on each request this process sends from now on, in order."""
+    return record_sent(monkeypatch, lambda request: request.extensions.get("timeout"))
 
 
 def assert_no_secret(secret: str, *objects: Any, logs: str = "") -> None:

@@ -11,7 +11,6 @@ from __future__ import annotations
 import json
 import time
 
-import httpx
 import pytest
 import sqlalchemy as sa
 from fakes.cohere_server import FakeCohere
@@ -19,6 +18,7 @@ from fakes.tcp import BlackholeServer, closed_port
 from hypothesis import HealthCheck, given
 from hypothesis import settings as hsettings
 from hypothesis import strategies as st
+from remote_checks import record_sent, uniform
 from service_fixtures import (  # noqa: F401
     BagOfWordsEmbedder,
     client_for,
@@ -51,26 +51,10 @@ def _unreachable_store(url: str) -> Retriever:
     return Retriever(open_store(settings), BagOfWordsEmbedder(), "book")
 
 
-def uniform(seconds: float) -> dict[str, float]:
-    """An httpx timeout of ``seconds`` for every phase (connect, read, write, pool)."""
-    return {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
-
-
 @pytest.fixture
 def sent(monkeypatch) -> list[tuple[str, dict[str, float]]]:
-    """``(url, timeout)`` of every request an httpx client of this process sent, in order.
-
-    The timeout is the one httpx enforced on that request (``request.extensions["timeout"]``).
-    """
-    seen: list[tuple[str, dict[str, float]]] = []
-    send = httpx.Client.send
-
-    def recording_send(self, request, **kwargs):
-        seen.append((str(request.url), request.extensions.get("timeout")))
-        return send(self, request, **kwargs)
-
-    monkeypatch.setattr(httpx.Client, "send", recording_send)
-    return seen
+    """``(url, timeout)`` of every request an httpx client of this process sent, in order."""
+    return record_sent(monkeypatch)
 
 
 def _to(base_url: str, sent: list[tuple[str, dict[str, float]]]) -> list[dict[str, float]]:

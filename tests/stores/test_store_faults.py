@@ -23,11 +23,11 @@ import time
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import corpus
-import httpx
 import pytest
 from fakes.embedders import FakeEmbedder
 from fakes.proxies import direct_env
 from fakes.tcp import BlackholeServer, closed_port
+from remote_checks import record_sent, uniform
 
 from retrieval_lib.config import load_settings
 from retrieval_lib.errors import (
@@ -54,26 +54,10 @@ def assert_mentions_what_to_do(err: RetrievalError) -> None:
     assert "check" in err.message and "QDRANT_URL" in err.message
 
 
-def uniform(seconds: float) -> dict[str, float]:
-    """An httpx timeout of ``seconds`` for every phase (connect, read, write, pool)."""
-    return {"connect": seconds, "read": seconds, "write": seconds, "pool": seconds}
-
-
 @pytest.fixture
 def sent(monkeypatch) -> list[tuple[str, dict[str, float]]]:
-    """``(url, timeout)`` of every request an httpx client of this process sent, in order.
-
-    The timeout is the one httpx enforced on that request (``request.extensions["timeout"]``).
-    """
-    seen: list[tuple[str, dict[str, float]]] = []
-    send = httpx.Client.send
-
-    def recording_send(self, request, **kwargs):
-        seen.append((str(request.url), request.extensions.get("timeout")))
-        return send(self, request, **kwargs)
-
-    monkeypatch.setattr(httpx.Client, "send", recording_send)
-    return seen
+    """``(url, timeout)`` of every request an httpx client of this process sent, in order."""
+    return record_sent(monkeypatch)
 
 
 def assert_bounded_by_the_timeout(url: str, sent: list[tuple[str, dict[str, float]]]) -> None:
