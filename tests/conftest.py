@@ -9,11 +9,17 @@ throughput) for a summary section at the end of the run.
 
 from __future__ import annotations
 
+import os
 from typing import Any
 
 import pytest
 from corpus import DOCS, SAMPLE_COLLECTION, Book, fill_collection, make_payload
 from fakes.proxies import clear_proxies
+
+# The suite never reaches a model hub (the machine it runs on has no internet): a load that would try fails at
+# once, and every process the suite starts (the command line, kernels, servers) inherits the same switches.
+os.environ.setdefault("HF_HUB_OFFLINE", "1")
+os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:

@@ -17,7 +17,7 @@ folder, or ``source``: how the collection names it), computed from a :class:`~re
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -33,6 +33,7 @@ from retrieval_lib.book.text import (
     position_shingles,
     run_hashes,
     shingles_of,
+    sort_order,
     words,
 )
 
@@ -79,53 +80,64 @@ def compare_pages(book: Book, bmap: BookMap, chunks: BookChunks) -> list[PageCom
     (:data:`BATCH_WORDS`), each shingle keyed by its page (:func:`~retrieval_lib.book.text.keyed`).
     """
     pages = {p.path: p for p in book.pages}
+    content = chunks.content
+    # a chunk's words, about (for the batch's size only): the collection's characters a chunk, over six
+    words_a_chunk = sum(map(len, filter(None, content))) / max(1, len(content)) / 6
     out: list[PageComparison] = []
-    batch: list[tuple[Page, list[str | None]]] = []
+    batch = _Batch()
     size = 0
     for path, indexes in bmap.page_chunks.items():
         page = pages[path]
         if not page.has_text:
             continue
-        contents = [chunks.content[i] for i in indexes]
-        batch.append((page, contents))
-        size += page.words + sum(len(c) for c in contents if c) // 6  # chunk words, about
+        batch.pages.append(page)
+        batch.chunks.append(len(indexes))
+        batch.contents.extend(map(content.__getitem__, indexes))
+        size += page.words + int(len(indexes) * words_a_chunk)
         if size >= BATCH_WORDS:
             out += _compare(batch)
-            batch, size = [], 0
-    if batch:
+            batch, size = _Batch(), 0
+    if batch.pages:
         out += _compare(batch)
     return out
 
 
-def _compare(batch: list[tuple[Page, list[str | None]]]) -> list[PageComparison]:
+@dataclass
+class _Batch:
+    """Pages compared at once: the pages, each one's chunk count, and their chunks' texts, page after page."""
+
+    pages: list[Page] = field(default_factory=list)
+    chunks: list[int] = field(default_factory=list)
+    contents: list[str | None] = field(default_factory=list)
+
+
+def _compare(batch: _Batch) -> list[PageComparison]:
     """Several pages against their chunks at once (``g`` indexes a page of the batch)."""
-    g = len(batch)
-    n = np.array([page.hashes.size for page, _ in batch], dtype=np.int64)
+    g = len(batch.pages)
+    n = np.array([page.hashes.size for page in batch.pages], dtype=np.int64)
     word0 = np.cumsum(n) - n
-    page_words = np.concatenate([page.hashes for page, _ in batch]) if g else np.empty(0, dtype=np.uint64)
+    page_words = np.concatenate([page.hashes for page in batch.pages]) if g else np.empty(0, dtype=np.uint64)
     # the pages' shingles, one a word position (a page shorter than a shingle: one of all its words)
     per = np.where(n >= SHINGLE, n - SHINGLE + 1, np.minimum(n, 1))
     sh0 = np.cumsum(per) - per
     owner = np.repeat(np.arange(g), per)
     pos = np.repeat(word0 - sh0, per) + np.arange(int(per.sum()))  # each shingle's first word in page_words
-    at = np.empty(pos.size, dtype=np.uint64)
-    full = n[owner] >= SHINGLE
-    if full.any():
-        at[full] = position_shingles(page_words)[pos[full]]
-    for short in np.flatnonzero((n > 0) & (n < SHINGLE)):
-        at[sh0[short]] = position_shingles(batch[short][0].hashes)[0]
+    if (n >= SHINGLE).all():  # the common case: no page shorter than a shingle, no mask to build
+        at = position_shingles(page_words)[pos]
+    else:
+        at = np.empty(pos.size, dtype=np.uint64)
+        full = n[owner] >= SHINGLE
+        if full.any():
+            at[full] = position_shingles(page_words)[pos[full]]
+        for short in np.flatnonzero((n > 0) & (n < SHINGLE)):
+            at[sh0[short]] = position_shingles(batch.pages[short].hashes)[0]
     key = keyed(at, owner)
-    order = np.argsort(key)
-    ordered = key[order]
-    new = np.ones(ordered.size, dtype=bool)
-    np.not_equal(ordered[1:], ordered[:-1], out=new[1:])
-    page_sh = ordered[new]  # the distinct (page, shingle) keys
-    runs = np.flatnonzero(new)
-    run_page = owner[order[runs]]
+    order, ordered = sort_order(key)
+    # the sorted places that repeat the key before them: a shingle a page holds more than once (few)
+    again = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
 
-    contents = [c for _, cs in batch for c in cs]
-    chunk_page = np.repeat(np.arange(g), [len(cs) for _, cs in batch])
-    chunk_words = words(contents)
+    chunk_page = np.repeat(np.arange(g), batch.chunks)
+    chunk_words = words(batch.contents)
     hashes, count = chunk_words.hashes, chunk_words.count
     judged = np.flatnonzero(count >= SHINGLE)  # the others hold no shingle: nothing to judge or cover
     first, length, jpage = chunk_words.first[judged], count[judged], chunk_page[judged]
@@ -152,20 +164,31 @@ def _compare(batch: list[tuple[Page, list[str | None]]]) -> list[PageComparison]
     stale = np.zeros(g, dtype=np.int64)
     rest = np.flatnonzero(~exact)
     if rest.size:
+        page_sh = np.delete(ordered, again)  # the distinct (page, shingle) keys
         h, of = shingles_of(hashes, first[rest], length[rest])
         h = keyed(h, jpage[rest][of])
         found = np.bincount(of, weights=found_in(h, page_sh), minlength=rest.size)
         stale = np.bincount(jpage[rest][found / (length[rest] - SHINGLE + 1) < FOUND_SHARE], minlength=g)
         mask |= found_in(key, distinct(h))
-    # a (page, shingle) is covered when any of its positions is: masked positions per run of equal keys
-    masked = np.concatenate(([0], np.cumsum(mask[order])))
-    covered = masked[np.append(runs[1:], ordered.size)] > masked[runs]
-    distinct_n = np.bincount(run_page, minlength=g)
-    covered_n = np.bincount(run_page, weights=covered, minlength=g)
+    # per page, its distinct (page, shingle) keys, and those covered (a key is covered when any of its positions
+    # is): positions, less the repeats; masked positions, less a repeated key's masked positions past its first
+    distinct_n = per - np.bincount(owner[order[again]], minlength=g)
+    covered_n = np.zeros(g, dtype=np.int64)
+    if mask.size:  # masked positions per page: a sum over each page's run of positions (pages without one: 0)
+        some = per > 0
+        covered_n[some] = np.add.reduceat(mask, sh0[some], dtype=np.int64)
+    if again.size:
+        group = np.ones(again.size, dtype=bool)  # consecutive repeats are one key's
+        np.not_equal(again[1:], again[:-1] + 1, out=group[1:])
+        heads = again[group] - 1  # each repeated key's first sorted place
+        masked = np.bincount(np.cumsum(group) - 1, weights=mask[order[again]], minlength=heads.size)
+        masked += mask[order[heads]]
+        covered_n -= np.bincount(owner[order[heads]], weights=np.maximum(masked - 1, 0),
+                                 minlength=g).astype(np.int64)
     judged_n = np.bincount(jpage, minlength=g)
-    return [PageComparison(page.path, page.words, len(cs), int(judged_n[i]), int(stale[i]),
+    return [PageComparison(page.path, page.words, chunks, int(judged_n[i]), int(stale[i]),
                            float(covered_n[i] / distinct_n[i]) if distinct_n[i] else 1.0)
-            for i, (page, cs) in enumerate(batch)]
+            for i, (page, chunks) in enumerate(zip(batch.pages, batch.chunks))]
 
 
 def missing_pages(book: Book, bmap: BookMap) -> list[dict[str, Any]]:

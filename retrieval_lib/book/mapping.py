@@ -67,7 +67,7 @@ def read_chunks(view: Any, collection: str, *, progress: bool = False) -> BookCh
         return cols.values[name] if name in cols.values else [None] * n
 
     files, urls = col("source_file"), col("source_url")
-    if roles.derive_source_file:
+    if roles.derive_source_file and "source_file" in cols.values:
         files = [None if u else f for f, u in zip(files, urls)]
     return BookChunks(cols.ids, files, urls, col("content"), col("chunk_sequence"))
 
@@ -166,14 +166,17 @@ def map_sources(book: Book, chunks: BookChunks, *, base_url: str | None = None,
     keys = _page_keys(book)
     given_base = None if route_base is None else route_base.strip("/")
     site = (base_url or "").rstrip("/")
-    by_source: dict[str, list[int]] = {}
-    no_source = 0
-    for i in range(len(chunks)):
-        label = chunks.source(i)
-        if label is None:
-            no_source += 1
-            continue
-        by_source.setdefault(label, []).append(i)
+    # each chunk's source (chunks.source(i), for all of them at once), and the chunks of each
+    labels = [f or u for f, u in zip(chunks.source_file, chunks.source_url)]
+    groups: dict[str | None, list[int]] = {}
+    for i, label in enumerate(labels):
+        group = groups.get(label)
+        if group is None:
+            groups[label] = [i]
+        else:
+            group.append(i)
+    no_source = len(groups.pop(None, []))
+    by_source: dict[str, list[int]] = {label: idx for label, idx in groups.items() if label is not None}
 
     url_sources = [s for s in by_source if "://" in s]
     problem = None
@@ -211,7 +214,7 @@ def map_sources(book: Book, chunks: BookChunks, *, base_url: str | None = None,
     root_page = keys.get("")
     sources: list[SourceMatch] = []
     page_chunks: dict[str, list[int]] = {}
-    chunk_page: list[str | None] = [None] * len(chunks)
+    page_of: dict[str | None, str] = {}
     for label, idx in by_source.items():
         got = raw[label]
         page, how, hint = None, "no page", ""
@@ -225,11 +228,11 @@ def map_sources(book: Book, chunks: BookChunks, *, base_url: str | None = None,
             page, how = root_page, "URL route"
         if page is not None:
             page_chunks.setdefault(page, []).extend(idx)
-            for i in idx:
-                chunk_page[i] = page
+            page_of[label] = page
         sources.append(SourceMatch(label, len(idx), page, how, hint, chunks.source_file[idx[0]],
                                    chunks.source_url[idx[0]]))
     sources.sort(key=lambda s: (-s.chunks, s.source))
+    chunk_page = list(map(page_of.get, labels))
     return BookMap(sources, page_chunks, "/" + base if base else "", origin, problem, no_source, chunk_page)
 
 

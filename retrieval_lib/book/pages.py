@@ -52,6 +52,9 @@ _SUFFIXES = (".md", ".mdx")
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
 _ADMONITION = re.compile(r"^[ \t]*:{3,}.*$", re.M)
 _SITEMAP_NS = re.compile(r"^\{[^}]*\}")
+#: Characters of page text whose words are hashed in one call (:func:`~retrieval_lib.book.text.words` costs some
+#: forty array operations a call: one a page of a 2,000-page book was half the read); about a megabyte at a time.
+BATCH_CHARS = 1 << 20
 #: Seconds a sitemap URL may take to answer.
 SITEMAP_TIMEOUT_S = 10.0
 #: Bytes a sitemap may hold (the protocol's own limit is 50 MB).
@@ -204,6 +207,8 @@ def read_docs(docs: str | os.PathLike[str], *, route_base: str | None = None, ge
                                  "holds the pages (Docusaurus: docs/, MkDocs: docs_dir)", path=str(root))
     pages: list[Page] = []
     problems: list[str] = []
+    pending: list[tuple[Page, str]] = []  # read, words not yet hashed: (page, body)
+    size = 0
     for rel, full in files:
         try:
             text = decode_utf8(full.read_bytes(), rel)
@@ -223,15 +228,29 @@ def read_docs(docs: str | os.PathLike[str], *, route_base: str | None = None, ge
             pages.append(Page(rel, _fallback_route(rel, kind, base, directory_urls), strip_number_prefix(
                 Path(rel).stem), problem=reason, has_text=False))
             continue
-        title = _title(front_matter, body, rel)
-        hashes = word_hashes([body]).hashes
-        words = int(hashes.size)
-        # a placeholder is a few words around its marker: a long page is never one (and is not searched for it)
-        stub = words < _STUB_MAX_WORDS and is_placeholder(_ADMONITION.sub("", body), min_words=STUB_MIN_WORDS)
-        # a site generator's template page is short: a long page is the book's own (and is not searched)
-        stock = (stock_page(title, body) if words < STOCK_MAX_WORDS else None) or ("stub" if stub else None)
-        pages.append(Page(rel, route, title, words, hashes, stock))
+        page = Page(rel, route, _title(front_matter, body, rel))
+        pages.append(page)
+        pending.append((page, body))
+        size += len(body)
+        if size >= BATCH_CHARS:
+            _hash_pages(pending)
+            pending, size = [], 0
+    _hash_pages(pending)
     return Book(pages, str(root), kind, join_route(base, ""), problems)
+
+
+def _hash_pages(pending: list[tuple[Page, str]]) -> None:
+    """Set the words, hashes and stock mark of pages read (``(page, body)``), their words hashed in one call."""
+    if not pending:
+        return
+    found = word_hashes([body for _, body in pending])
+    for (page, body), first, count in zip(pending, found.first.tolist(), found.count.tolist()):
+        page.hashes = found.hashes[first:first + count]
+        page.words = count
+        # a placeholder is a few words around its marker: a long page is never one (and is not searched for it)
+        stub = count < _STUB_MAX_WORDS and is_placeholder(_ADMONITION.sub("", body), min_words=STUB_MIN_WORDS)
+        # a site generator's template page is short: a long page is the book's own (and is not searched)
+        page.stock = (stock_page(page.title, body) if count < STOCK_MAX_WORDS else None) or ("stub" if stub else None)
 
 
 def parse_sitemap(data: bytes, source: str) -> list[str]:

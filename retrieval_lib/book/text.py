@@ -30,7 +30,7 @@ from dataclasses import dataclass
 import numpy as np
 
 __all__ = ["SHINGLE", "clean", "clean_all", "words", "Words", "run_hashes", "position_shingles", "shingles_of",
-           "head_shingles", "keyed", "distinct", "found_in", "found_share"]
+           "head_shingles", "keyed", "sort_order", "distinct", "found_in", "found_share"]
 
 #: Words per shingle: long enough that a shared shingle is the same sentence, short enough for a short chunk.
 SHINGLE = 4
@@ -206,11 +206,12 @@ def words(texts: Sequence[str | None] | Sequence[bytes], *, cleaned: bool = Fals
 def _mix(h: np.ndarray) -> np.ndarray:
     """splitmix64's finaliser (a bijection of 64-bit integers that spreads every bit), in place."""
     with np.errstate(over="ignore"):
-        h ^= h >> np.uint64(30)
+        shifted = h >> np.uint64(30)
+        h ^= shifted
         h *= _MIX1
-        h ^= h >> np.uint64(27)
+        h ^= np.right_shift(h, np.uint64(27), out=shifted)
         h *= _MIX2
-        h ^= h >> np.uint64(31)
+        h ^= np.right_shift(h, np.uint64(31), out=shifted)
     return h
 
 
@@ -228,8 +229,9 @@ def _rolling(ids: np.ndarray, k: int) -> np.ndarray:
     n = len(ids) - k + 1
     with np.errstate(over="ignore"):
         h = ids[:n] * _MULT[0]
+        term = np.empty_like(h)
         for i in range(1, k):
-            h = h + ids[i:i + n] * _MULT[i]
+            h += np.multiply(ids[i:i + n], _MULT[i], out=term)
     return h
 
 
@@ -259,11 +261,12 @@ _OWNER = np.uint64(0xD1B54A32D192ED03)
 
 
 def keyed(values: np.ndarray, owners: np.ndarray) -> np.ndarray:
-    """``values`` made distinct by owner (a page): ``mix(value + owner * K)``, for one sorted lookup across several
-    pages. For one owner it is a bijection, so equal keys are equal values of one owner (two owners' keys meet
-    only as two 64-bit hashes do, by chance)."""
+    """``values`` made distinct by owner (a page): ``value + owner * K`` (mod 2**64), for one sorted lookup across
+    several pages. For one owner it is a bijection, so equal keys are equal values of one owner; two owners' keys
+    meet only as two 64-bit hashes do, by chance (the values are shingle hashes, already mixed: mixing again would
+    spread nothing more, at three times the cost)."""
     with np.errstate(over="ignore"):
-        return _mix(values + owners.astype(np.uint64) * _OWNER)
+        return values + owners.astype(np.uint64) * _OWNER
 
 
 def position_shingles(word_hashes: np.ndarray) -> np.ndarray:
@@ -272,6 +275,46 @@ def position_shingles(word_hashes: np.ndarray) -> np.ndarray:
     if word_hashes.size == 0:
         return np.empty(0, dtype=np.uint64)
     return _rolling(word_hashes, min(SHINGLE, len(word_hashes)))
+
+
+_arange = np.zeros(0, dtype=np.uint64)
+
+
+def _positions(n: int) -> np.ndarray:
+    """``0 .. n - 1`` as 64-bit unsigned integers (a table grown as needed and kept: a fresh one costs more than
+    the sort it serves)."""
+    global _arange
+    if _arange.size < n:
+        _arange = np.arange(max(n, 2 * _arange.size, 1 << 16), dtype=np.uint64)
+    return _arange[:n]
+
+
+def sort_order(values: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+    """``(order, values[order])`` with ``values[order]`` sorted (equal values in position order), for 64-bit
+    hashes (``uint64``).
+
+    A sort of values is several times cheaper than an argsort (a vectorised sort of plain integers), so each value's
+    low bits are replaced by its position, the result sorted and the positions read back. Two distinct values with
+    equal high bits would then interleave by position: that is checked (equal high bits must mean equal values) and,
+    should it happen, the order is taken from an argsort instead, so the result never depends on it.
+    """
+    n = values.size
+    bits = max(1, (n - 1).bit_length())
+    if bits > 32:  # would leave too few bits to sort by
+        order = np.argsort(values, kind="stable")
+        return order, values[order]
+    low = np.uint64((1 << bits) - 1)
+    packed = values & ~low
+    packed |= _positions(n)
+    packed.sort()
+    order = (packed & low).view(np.int64)
+    ordered = values[order]
+    if n > 1:
+        same_high = (packed[1:] ^ packed[:-1]) <= low
+        if np.any(same_high & (ordered[1:] != ordered[:-1])):  # two hashes alike in their high bits: rare
+            order = np.argsort(values, kind="stable")
+            ordered = values[order]
+    return order, ordered
 
 
 def distinct(values: np.ndarray, *, ordered: bool = False) -> np.ndarray:

@@ -22,6 +22,7 @@ from __future__ import annotations
 
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
+from itertools import repeat
 from typing import Any
 from urllib.parse import urlsplit
 
@@ -110,6 +111,22 @@ def _as_int(value: Any) -> int | None:
     return None
 
 
+_NONE = type(None)
+
+
+def _taken_as_is(raw: list[Any], role: str) -> bool:
+    """Whether every value of a column is one :meth:`PayloadRoles.value` returns unchanged or None for (an integer
+    or None for an integer role; text of 1 to :data:`MAX_TEXT_CHARS` characters or None for the others): checked
+    with loops in C (a type set, a filter, the lengths), the common case of a whole-collection scan."""
+    kinds = set(map(type, raw))
+    if role in INT_ROLES:
+        return kinds <= {int, _NONE}
+    if not kinds <= {str, _NONE}:
+        return False
+    texts = list(filter(None, raw))  # the non-empty texts: an empty one is None in the record
+    return len(texts) + raw.count(None) == len(raw) and max(map(len, texts), default=0) <= MAX_TEXT_CHARS
+
+
 @dataclass(frozen=True)
 class PayloadRoles:
     """The mapping from roles to payload keys, and where it came from.
@@ -193,7 +210,12 @@ class PayloadRoles:
         if len(keys) != 1 or "." in keys[0] or derived:
             return [self.value(p, role, stats) for p in payloads]
         key, value = keys[0], self.value
-        raw = [p.get(key) if p.__class__ is dict else lookup(p, key) for p in payloads]
+        try:  # every payload a dict (as a store returns them): one loop in C, not one in Python
+            raw = list(map(dict.get, payloads, repeat(key)))  # type: ignore[arg-type]
+        except TypeError:  # a payload that is not a dict (None, another mapping)
+            raw = [p.get(key) if p.__class__ is dict else lookup(p, key) for p in payloads]
+        if _taken_as_is(raw, role):
+            return raw
         if role in INT_ROLES:
             return [v if v.__class__ is int else None if v is None else value(p, role, stats)
                     for v, p in zip(raw, payloads)]

@@ -14,13 +14,14 @@ from __future__ import annotations
 
 from collections.abc import Iterator, Sequence
 from itertools import islice
+from operator import attrgetter
 from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.collection.infer import infer_roles
 from retrieval_lib.collection.ours import written_by_us
 from retrieval_lib.collection.roles import DEFAULT_ROLES, ROLES, PayloadRoles, ReadStats
 from retrieval_lib.errors import ReadOnlyError
-from retrieval_lib.stores.scan import Columns, page_size, with_progress
+from retrieval_lib.stores.scan import Columns, collector_paused, page_size, payload_selector, with_progress
 
 if TYPE_CHECKING:
     from retrieval_lib.stores import IndexInfo, ReadableStore
@@ -30,6 +31,7 @@ __all__ = ["CollectionView", "SAMPLE_POINTS", "held_fields"]
 _SCAN_PAGE = 2_000
 #: Points read to infer the mapping (payloads only; one page).
 SAMPLE_POINTS = 1_000
+_ID, _PAYLOAD = attrgetter("id"), attrgetter("payload")
 
 
 class CollectionView:
@@ -207,29 +209,25 @@ class CollectionView:
     def read_columns(self, collection: str, fields: Sequence[str], *, batch_size: int | None = None,
                      progress: bool = False, whole: bool = False) -> Columns:
         """:func:`~retrieval_lib.stores.scan.read_columns` of the roles in ``fields``: one pass that fetches just
-        the team's keys for them and reads each page of payloads a column at a time
-        (:meth:`PayloadRoles.columns`): the same values as :meth:`scroll`'s records, without a record per point."""
+        the team's keys for them (or, from qdrant-client's local mode, whole payloads where the sample says that
+        costs less: :func:`~retrieval_lib.stores.scan.payload_selector`) and reads each page of payloads a column
+        at a time (:meth:`PayloadRoles.columns`): the same values as :meth:`scroll`'s records, without a record
+        per point. The cyclic collector is paused meanwhile (:func:`~retrieval_lib.stores.scan.collector_paused`)."""
         roles = self.roles_for(collection)
-        keys = roles.top_keys(fields)
+        selector = payload_selector(self.store, roles.top_keys(fields),
+                                    [p.payload for p in self.raw_sample(collection)])
         size = batch_size or page_size(self.store, self.store.count(collection), whole=whole)
         points = with_progress(self.store, collection, self.store.scroll(
-            collection, with_payload=keys or False, with_vectors=False, batch_size=size), progress)
+            collection, with_payload=selector, with_vectors=False, batch_size=size), progress)
         ids: list[str] = []
         values: dict[str, list[Any]] = {f: [] for f in fields}
-        page: list[Any] = []
-
-        def read_page() -> None:
-            ids.extend(str(p.id) for p in page)
-            got = roles.columns([p.payload for p in page], [p.id for p in page], fields, self.read_stats)
-            for name, column in got.items():
-                values[name].extend(column)
-            page.clear()
-
-        for point in points:
-            page.append(point)
-            if len(page) >= size:
-                read_page()
-        read_page()
+        with collector_paused():
+            while page := list(islice(points, size)):
+                point_ids = list(map(_ID, page))
+                ids.extend(map(str, point_ids))
+                got = roles.columns(list(map(_PAYLOAD, page)), point_ids, fields, self.read_stats)
+                for name, column in got.items():
+                    values[name].extend(column)
         return Columns(ids=ids, values=values)
 
     def distinct_values(self, collection: str, key: str, limit: int = 100_000) -> dict[str, int]:

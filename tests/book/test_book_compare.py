@@ -163,3 +163,48 @@ def test_clean_all_gives_the_bytes_of_clean_text_by_text():
         assert data == b" ".join(clean(t) for t in pick)
         assert lengths.tolist() == [len(clean(t)) for t in pick]
         assert words(pick).count.tolist() == [len(clean(t).split()) for t in pick]
+
+
+@pytest.mark.parametrize("repeats, cut", [(2, "first"), (2, "second"), (3, "overlapping"), (2, "whole")])
+def test_a_page_that_repeats_itself_counts_each_shingle_once(repeats, cut):
+    """A page's text two or three times over: its repeated shingles are one distinct shingle each, covered when
+    any of its places is (coverage is over distinct shingles, however many places hold them)."""
+    rng = random.Random(repeats)
+    part = " ".join(rng.choice(VOCAB[:40]) + str(i) for i in range(60))  # 60 distinct words
+    body = " ".join([part] * repeats)
+    w = body.split()
+    contents = {"first": [" ".join(w[:60])], "second": [" ".join(w[60:120])],
+                "overlapping": [" ".join(w[30:100]), " ".join(w[90:170])], "whole": [body]}[cut]
+    hashes = words([body]).hashes
+    book = Book([Page("p.md", "/docs/p", "P", int(hashes.size), hashes)], "mem", "docusaurus", "/docs")
+    chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents), [None] * len(contents),
+                        list(contents), [None] * len(contents))
+    c = compare_pages(book, BookMap([], {"p.md": list(range(len(contents)))}), chunks)[0]
+    judged, stale, coverage = _expected(body, list(contents))
+    assert (c.judged, c.stale) == (judged, stale) == (len(contents), 0)
+    assert c.coverage == pytest.approx(coverage, abs=1e-12)
+    assert coverage < 1.0 if cut in ("first", "second") else True  # the shingles across a seam are not covered
+
+
+def _argsort_reference(values: np.ndarray) -> np.ndarray:
+    return np.argsort(values, kind="stable")
+
+
+@pytest.mark.parametrize("case", ["random", "repeated", "same high bits", "empty", "one"])
+def test_sort_order_is_a_sort_with_equal_values_in_position_order(case):
+    """text.sort_order sorts hashes with their positions packed into the low bits: the order must be that of a
+    stable argsort, also where two distinct values share their high bits (then it falls back to one)."""
+    from retrieval_lib.book.text import sort_order
+
+    rng = np.random.default_rng(3)
+    values = {
+        "random": rng.integers(0, 2**63, 5_000, dtype=np.int64).astype(np.uint64) * np.uint64(2),
+        "repeated": np.repeat(rng.integers(0, 2**63, 50, dtype=np.int64).astype(np.uint64), 7)[rng.permutation(350)],
+        # 4 values: two low bits hold the position, and 8 and 9 (also 12 and 13) differ only there
+        "same high bits": np.array([9, 8, 13, 12], dtype=np.uint64),
+        "empty": np.empty(0, dtype=np.uint64),
+        "one": np.array([5], dtype=np.uint64),
+    }[case]
+    order, ordered = sort_order(values)
+    assert order.tolist() == _argsort_reference(values).tolist()
+    assert ordered.tolist() == sorted(values.tolist())

@@ -7,6 +7,7 @@ import shutil
 import threading
 
 import pytest
+from warm_cli import run_cli
 
 from retrieval_lib.book import SAMPLE_DOCS, read_docs, read_sitemap, resolve_docs
 from retrieval_lib.book.pages import parse_sitemap
@@ -154,12 +155,27 @@ def test_a_sitemap_url_is_fetched_once_on_loopback_and_an_unreachable_one_is_a_c
 def test_a_docs_folder_named_on_the_command_line_that_is_not_there_is_an_error(tmp_path):
     """A typo in ``book --docs`` is refused with one line and exit 2 (a profile's missing folder is a not-applicable
     finding instead: the run goes on)."""
-    import subprocess
-    import sys
 
     from retrieval_lib.config import PROJECT_ROOT
 
-    proc = subprocess.run([sys.executable, "-m", "retrieval_lib", "book", "--docs", str(tmp_path / "nope")],
-                          capture_output=True, text=True, timeout=120, cwd=PROJECT_ROOT)
+    proc = run_cli(["book", "--docs", tmp_path / "nope"], timeout=120, cwd=PROJECT_ROOT)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and "no such folder" in proc.stderr
+
+
+@pytest.mark.parametrize("batch_chars", [1, 5_000])
+def test_pages_hashed_in_batches_read_as_pages_hashed_one_by_one(batch_chars, monkeypatch):
+    """The words of several pages are hashed in one call (pages.BATCH_CHARS at a time): each page's words, count
+    and stock mark are those of its text alone."""
+    from retrieval_lib.book import pages as pages_module
+    from retrieval_lib.book.text import words
+
+    whole = read_docs(SAMPLE_DOCS)
+    monkeypatch.setattr(pages_module, "BATCH_CHARS", batch_chars)
+    batched = read_docs(SAMPLE_DOCS)
+    assert [(p.path, p.route, p.title, p.words, p.stock) for p in batched.pages] == \
+        [(p.path, p.route, p.title, p.words, p.stock) for p in whole.pages]
+    for page in batched.pages:
+        text = (SAMPLE_DOCS / page.path).read_text(encoding="utf-8")
+        body = text.split("\n---\n", 1)[1] if text.startswith("---\n") else text
+        assert page.hashes.tolist() == words([body]).hashes.tolist(), page.path

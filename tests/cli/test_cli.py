@@ -11,10 +11,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 
 import pytest
+import warm_cli
 from fakes.proxies import direct_env
 
 from retrieval_lib import VectorStore
@@ -41,8 +41,7 @@ def clean_env(**extra: str) -> dict[str, str]:
 
 
 def run_cli(args, env, cwd, timeout=60) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "retrieval_lib", *args], env=env, cwd=cwd,
-                          capture_output=True, text=True, timeout=timeout)
+    return warm_cli.run_cli(args, env=env, cwd=cwd, timeout=timeout)
 
 
 def assert_one_error_line(proc: subprocess.CompletedProcess) -> str:

@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 from pathlib import Path
 
 import numpy as np
@@ -18,6 +16,7 @@ import pytest
 from corpus import DOCS, make_payload
 from fakes.proxies import direct_env
 from qdrant_client import models
+from warm_cli import run_cli
 
 from retrieval_lib import VectorStore
 from retrieval_lib.checks.collection import embedding_contract as contract
@@ -98,8 +97,7 @@ def test_the_command_line_exits_2_with_one_line_and_downloads_nothing(tmp_path):
     env = direct_env({k: v for k, v in os.environ.items() if not k.startswith(("QDRANT_", "EMBEDDING_", "HF_"))})
     env.update(EMBEDDING_PROVIDER="sentence-transformers", EMBEDDING_MODEL=str(tmp_path / "all-mpnet-base-v2"),
                QDRANT_PATH=str(tmp_path / "store"), HF_HUB_OFFLINE="1")
-    done = subprocess.run([sys.executable, "-m", "retrieval_lib", "search", "what is ROS 2?"], capture_output=True,
-                          text=True, env=env, cwd=PROJECT_ROOT, timeout=240)
+    done = run_cli(["search", "what is ROS 2?"], env=env, cwd=PROJECT_ROOT, timeout=240)
     assert done.returncode == 2, done.stderr
     lines = [line for line in done.stderr.splitlines() if line.strip()]
     assert len(lines) == 1 and "EMBEDDING_MODEL" in lines[0] and "download" in lines[0], done.stderr

@@ -25,7 +25,6 @@ import math
 import os
 import shutil
 import subprocess
-import sys
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -36,6 +35,7 @@ from fakes.embedders import FakeEmbedder
 from fakes.proxies import direct_env
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
+from warm_cli import run_cli
 
 from retrieval_lib.embedding.providers import CohereEmbedder
 from retrieval_lib.errors import ValidationError
@@ -396,13 +396,11 @@ def _run_cli_case(case, root: Path, fake_url: str) -> subprocess.CompletedProces
     name, argv, provider, _, _ = case
     folder = root / "runs" / name
     shutil.copytree(root / provider, folder)
-    env = clean_env(QDRANT_PATH=str(folder), QDRANT_COLLECTION_NAME=COLLECTION, EMBEDDING_PROVIDER=provider,
-                    OMP_NUM_THREADS="1")
+    env = clean_env(QDRANT_PATH=str(folder), QDRANT_COLLECTION_NAME=COLLECTION, EMBEDDING_PROVIDER=provider)
     if provider == "cohere":
         env.update(COHERE_API_KEY=FAKE_KEY, COHERE_BASE_URL=fake_url, EMBEDDING_TIMEOUT="5",
                    EMBEDDING_MAX_RETRIES="0")
-    return subprocess.run([os.fsencode(sys.executable), b"-m", b"retrieval_lib", b"search", *argv, b"--json"],
-                          env=env, cwd=str(folder.parent), capture_output=True, timeout=120)
+    return run_cli([b"search", *argv, b"--json"], env=env, cwd=folder.parent, timeout=120, text=False)
 
 
 @pytest.fixture(scope="module")

@@ -12,13 +12,14 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
+from concurrent.futures import Future, ThreadPoolExecutor
 from datetime import UTC, datetime, timedelta
 from pathlib import Path
 from typing import Any
 
 import pytest
 from fakes.embedders import FakeEmbedder, Killed
+from warm_cli import run_cli
 
 from retrieval_lib import VectorStore
 from retrieval_lib.embedding.providers import Embedder
@@ -744,9 +745,12 @@ def cli_env(store_folder: Path) -> dict[str, str]:
     return env
 
 
-def cli(args: list[str], env: dict[str, str], cwd: Path) -> subprocess.Popen:
-    return subprocess.Popen([sys.executable, "-m", "retrieval_lib", *args], env=env, cwd=cwd,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+def cli(args: list[str], env: dict[str, str], cwd: Path) -> Future[subprocess.CompletedProcess[str]]:
+    """The command line started (:func:`warm_cli.run_cli`); ``.result()`` is its completed process."""
+    return _RUNS.submit(run_cli, args, env=env, cwd=cwd, timeout=150)
+
+
+_RUNS = ThreadPoolExecutor(max_workers=2)
 
 
 @pytest.mark.slow
@@ -758,10 +762,10 @@ def test_cli_ingest_json_is_incremental_and_bad_file_exits_2(tmp_path):
     args = ["--collection", "x", "--json"]
 
     # the bad run and the first good run load the model at the same time
-    first = cli(["ingest", str(good), *args], cli_env(good_store), tmp_path)
-    failing = cli(["ingest", str(bad), *args], cli_env(bad_store), tmp_path)
-    out1, err1 = first.communicate(timeout=150)
-    out_bad, err_bad = failing.communicate(timeout=150)
+    first = cli(["ingest", str(good), *args], cli_env(good_store), tmp_path).result()
+    failing = cli(["ingest", str(bad), *args], cli_env(bad_store), tmp_path).result()
+    out1, err1 = first.stdout, first.stderr
+    out_bad, err_bad = failing.stdout, failing.stderr
 
     assert first.returncode == 0, err1
     s1 = json.loads(out1)
@@ -775,8 +779,8 @@ def test_cli_ingest_json_is_incremental_and_bad_file_exits_2(tmp_path):
     assert len(lines) == 1 and lines[0].startswith("error: ") and "guide/04-bad.md" in lines[0], err_bad
     assert out_bad == ""
 
-    second = cli(["ingest", str(good), *args, "--quiet"], cli_env(good_store), tmp_path)
-    out2, err2 = second.communicate(timeout=150)
+    second = cli(["ingest", str(good), *args, "--quiet"], cli_env(good_store), tmp_path).result()
+    out2, err2 = second.stdout, second.stderr
     assert second.returncode == 0, err2
     s2 = json.loads(out2)
     assert s2["files_added"] == 0 and s2["files_replaced"] == 0 and s2["files_deleted"] == 0

@@ -28,6 +28,7 @@ from fakes.embedders import FakeEmbedder
 from fakes.proxies import direct_env
 from fakes.tcp import BlackholeServer, closed_port
 from remote_checks import record_sent, uniform
+from warm_cli import run_cli
 
 from retrieval_lib.config import load_settings
 from retrieval_lib.errors import (
@@ -329,8 +330,7 @@ def test_cli_search_against_a_closed_port_exits_3_with_one_error_line(tmp_path):
     env.update({"QDRANT_URL": f"http://127.0.0.1:{port}", "QDRANT_TIMEOUT": "1",
                 "HF_HUB_OFFLINE": "1", "TRANSFORMERS_OFFLINE": "1"})
     t0 = time.monotonic()
-    proc = subprocess.run([sys.executable, "-m", "retrieval_lib", "search", "x"], env=env, cwd=str(tmp_path),
-                          capture_output=True, text=True, timeout=50)
+    proc = run_cli(["search", "x"], env=env, cwd=tmp_path, timeout=50)
     elapsed = time.monotonic() - t0
     assert proc.returncode == 3, proc.stderr
     assert "Traceback" not in proc.stderr

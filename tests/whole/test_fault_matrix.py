@@ -8,7 +8,7 @@ server per case, so its request log is the case's own), ``EMBEDDING_TIMEOUT=1``,
 private copy of an embedded store built here (collections embedded through the
 real cohere SDK against the same fake). The fake embedder is used for the Qdrant
 cases too: the embedder is not under test there and a MiniLM load would cost
-~7 s per subprocess.
+seconds per subprocess.
 
 For every failing case it asserts: the documented exit code (2 for refused keys,
 invalid input or configuration; 3 for a failing dependency), stderr is exactly
@@ -36,9 +36,10 @@ interpreter start and imports included (~3-7 s idle, up to ~20 s measured on a
 loaded 2-core machine; bound ``CASE_BOUND_S``, with the subprocess killed a
 little later).
 
-Each case runs once per test process, when a test first asks for it (under
-pytest-xdist every worker builds its own module fixtures, so running every
-case up front would run the whole matrix once per worker).
+The cases start together, four at a time, when the first test asks (the module
+runs on one pytest-xdist worker): each mostly waits, on its own fake and store.
+The command line is forked warm (``warm_cli``): the libraries' imports are done
+once, not per case.
 
 The locked-folder cases (a helper process holds the embedded folder, as a
 JupyterLab kernel would) run the CLI search and the papermill batch runner.
@@ -54,6 +55,7 @@ import shutil
 import subprocess
 import sys
 import time
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -63,6 +65,7 @@ import pytest
 from fakes.cohere_server import FakeCohere
 from fakes.proxies import direct_env
 from fakes.tcp import BlackholeServer, closed_port
+from warm_cli import run_cli
 
 from retrieval_lib.embedding.providers import CohereEmbedder
 from retrieval_lib.ingest import ingest
@@ -297,8 +300,7 @@ def run_case(case: Case, store_src: Path, workdir: Path) -> Outcome:
             extra["QDRANT_URL"] = blackhole.url
         env = cohere_env(base_url, folder, case.collection, **extra)
         t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "retrieval_lib", "search", QUERY, *case.args], env=env,
-                              cwd=str(workdir / case.id), capture_output=True, text=True, timeout=CASE_KILL_S)
+        proc = run_cli(["search", QUERY, *case.args], env=env, cwd=workdir / case.id, timeout=CASE_KILL_S)
         elapsed = time.monotonic() - t0
         return Outcome(proc, elapsed, fake.embed_requests,
                        blackhole.connections if blackhole is not None else None, folder, base_url)
@@ -309,28 +311,34 @@ def run_case(case: Case, store_src: Path, workdir: Path) -> Outcome:
 
 
 class Outcomes:
-    """``outcomes[case_id]``: that case's :class:`Outcome`, run when first asked for, then kept.
+    """``outcomes[case_id]``: that case's :class:`Outcome`.
 
-    Lazy, so that each test process runs only the cases its tests need, one at a time: under
-    pytest-xdist each worker builds its own module fixtures, and starting every case up front ran the
-    whole matrix once per worker, with a test waiting behind the cases queued before its own.
+    Every case starts up front, :data:`CONCURRENT_CASES` at a time in the order of :data:`CASES`: most of a
+    case's time is waiting (timeouts, Retry-After, a port that never answers), and each case has its own fake,
+    store copy and process. The module runs on one worker (``xdist_group``), so the matrix runs once.
     """
 
     def __init__(self, store_src: Path, workdir: Path) -> None:
-        self._store_src, self._workdir = store_src, workdir
-        self._done: dict[str, Outcome] = {}
+        self._pool = ThreadPoolExecutor(max_workers=CONCURRENT_CASES, thread_name_prefix="fault-case")
+        self._runs = {case.id: self._pool.submit(run_case, case, store_src, workdir) for case in CASES}
 
     def __getitem__(self, case_id: str) -> Outcome:
-        if case_id not in self._done:
-            case = next(c for c in CASES if c.id == case_id)
-            self._done[case_id] = run_case(case, self._store_src, self._workdir)
-        return self._done[case_id]
+        return self._runs[case_id].result()
+
+    def close(self) -> None:
+        self._pool.shutdown(wait=True, cancel_futures=True)
+
+
+#: Cases run at once (each mostly waits; four keep two cores busy without stretching a case's own timing).
+CONCURRENT_CASES = 4
 
 
 @pytest.fixture(scope="module")
-def outcomes(store_src, tmp_path_factory) -> Outcomes:
-    """Each case's outcome, run on first use (see :class:`Outcomes`)."""
-    return Outcomes(store_src, tmp_path_factory.mktemp("faultcases"))
+def outcomes(store_src, tmp_path_factory):
+    """Each case's outcome (see :class:`Outcomes`)."""
+    runs = Outcomes(store_src, tmp_path_factory.mktemp("faultcases"))
+    yield runs
+    runs.close()
 
 
 @pytest.mark.timeout(180)
@@ -490,8 +498,7 @@ def test_locked_folder_cli_search_exits_3_naming_folder_and_remedy(held_folder, 
     with FakeCohere(dim=1024) as fake:
         env = cohere_env(fake.url, held_folder)
         t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "retrieval_lib", "search", QUERY], env=env, cwd=str(tmp_path),
-                              capture_output=True, text=True, timeout=CASE_KILL_S)
+        proc = run_cli(["search", QUERY], env=env, cwd=tmp_path, timeout=CASE_KILL_S)
         elapsed = time.monotonic() - t0
         requests = fake.embed_requests
     assert proc.returncode == 3, proc.stderr
@@ -512,9 +519,8 @@ def test_locked_folder_batch_run_reports_the_lock_in_the_notebook_error(held_fol
     with FakeCohere(dim=1024) as fake:
         env = cohere_env(fake.url, held_folder)
         t0 = time.monotonic()
-        proc = subprocess.run([sys.executable, "-m", "retrieval_lib", "run", "--notebooks", "01",
-                               "--params", "params/demo.yaml", "--out", str(out)],  # -q would print the verdict only
-                              env=env, cwd=str(tmp_path), capture_output=True, text=True, timeout=RUN_BOUND_S + 60)
+        proc = run_cli(["run", "--notebooks", "01", "--params", "params/demo.yaml", "--out", out],  # not -q: -q
+                       env=env, cwd=tmp_path, timeout=RUN_BOUND_S + 60)  # would print the verdict only
         elapsed = time.monotonic() - t0
     assert proc.returncode == 2, f"rc={proc.returncode}\n{proc.stdout}\n{proc.stderr}"
     assert elapsed < RUN_BOUND_S, f"the run took {elapsed:.0f} s"

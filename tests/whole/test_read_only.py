@@ -12,7 +12,6 @@ import hashlib
 import json
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -20,6 +19,7 @@ import yaml
 from corpus import DOCS
 from fakes.proxies import direct_env
 from shapes import build, md5_text_url_title
+from warm_cli import run_cli
 
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.stores import VectorStore
@@ -51,8 +51,7 @@ def fingerprint(folder: Path, collection: str) -> str:
 
 
 def _cli(*args: str, env: dict[str, str], timeout: int = 900) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "retrieval_lib", *args], capture_output=True, text=True,
-                          env=env, timeout=timeout, cwd=PROJECT_ROOT)
+    return run_cli(args, env=env, timeout=timeout, cwd=PROJECT_ROOT)
 
 
 @pytest.fixture(scope="module")

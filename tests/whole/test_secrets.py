@@ -14,13 +14,13 @@ from __future__ import annotations
 import base64
 import os
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 from fakes.cohere_server import FakeCohere
 from fakes.proxies import direct_env
 from fakes.tcp import BlackholeServer, closed_port
+from warm_cli import run_cli
 
 COHERE_KEY = "co-SCAN-ME-8d41f0c2a7"
 QDRANT_KEY = "qd-SCAN-ME-5e93b1d6f4"
@@ -38,8 +38,7 @@ def env(**extra: str) -> dict[str, str]:
 
 
 def cli(*args: str, timeout: float = 300, **extra: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "retrieval_lib", *args], capture_output=True, env=env(**extra),
-                          timeout=timeout)
+    return run_cli(args, env=env(**extra), timeout=timeout, text=False)
 
 
 def hits(blob: bytes) -> list[bytes]:

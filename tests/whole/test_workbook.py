@@ -12,10 +12,10 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+import warm_cli
 import yaml
 from corpus import SAMPLE_COLLECTION
 
@@ -34,8 +34,8 @@ def store_copy(book, tmp_path_factory) -> Path:
 def run_cli(store: Path, params: Path, out: Path, notebooks: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QDRANT_", "COHERE_", "EMBEDDING_"))}
     env.update(QDRANT_PATH=str(store), QDRANT_COLLECTION_NAME=SAMPLE_COLLECTION)
-    return subprocess.run([sys.executable, "-m", "retrieval_lib", "run", "--params", str(params), "--notebooks",
-                           notebooks, "--out", str(out), "-q"], capture_output=True, text=True, env=env, timeout=500)
+    return warm_cli.run_cli(["run", "--params", params, "--notebooks", notebooks, "--out", out, "-q"], env=env,
+                            timeout=500)
 
 
 def test_demo_golden_set_passes_and_a_wrong_expectation_fails_the_gate(store_copy, tmp_path):
@@ -67,8 +67,7 @@ def test_demo_golden_set_passes_and_a_wrong_expectation_fails_the_gate(store_cop
 
 
 def run_compare(baseline: Path, candidate: Path) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "retrieval_lib", "compare", str(baseline), str(candidate)],
-                          capture_output=True, text=True, timeout=500)
+    return warm_cli.run_cli(["compare", baseline, candidate], timeout=500)
 
 
 def test_ci_recipe_compare_against_the_committed_baseline_passes_and_catches_a_removed_module(store_copy, tmp_path):

@@ -14,13 +14,13 @@ from __future__ import annotations
 import json
 import os
 import subprocess
-import sys
 
 import matplotlib
 import pytest
 from corpus import DOCS
 from fakes.proxies import direct_env
 from shapes import build, md5_text_url_title
+from warm_cli import run_cli
 
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.stores import VectorStore
@@ -123,8 +123,7 @@ def _hostile(f: int, i: int, text: str, doc: dict) -> tuple:
 
 
 def _cli(*args: str, env: dict[str, str]) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "retrieval_lib", *args], capture_output=True, text=True,
-                          env=env, timeout=900, cwd=PROJECT_ROOT)
+    return run_cli(args, env=env, timeout=900, cwd=PROJECT_ROOT)
 
 
 @pytest.mark.slow

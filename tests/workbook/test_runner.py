@@ -18,6 +18,7 @@ from pathlib import Path
 import corpus
 import pytest
 import yaml
+from warm_cli import run_cli
 
 from retrieval_lib.errors import ParamsError, ValidationError
 from retrieval_lib.workbook.runner import list_notebooks, load_profile, run_workbook
@@ -193,8 +194,7 @@ def test_interrupted_run_is_marked_and_earlier_runs_stay_intact(tmp_path):
 def test_cli_run_with_secret_param_exits_2_with_one_line(tmp_path):
     params = write_params(tmp_path, api_key="x")
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QDRANT_", "COHERE_", "EMBEDDING_"))}
-    proc = subprocess.run([sys.executable, "-m", "retrieval_lib", "run", "--params", str(params), "-q"],
-                          capture_output=True, text=True, env=env, timeout=60)
+    proc = run_cli(["run", "--params", params, "-q"], env=env, timeout=60)
     assert proc.returncode == 2
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error:")
 

@@ -13,11 +13,10 @@ import hashlib
 import importlib.util
 import json
 import shutil
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
+from warm_cli import run_cli
 
 from retrieval_lib import VectorStore
 from retrieval_lib.book import SAMPLE_DOCS
@@ -224,8 +223,7 @@ def test_the_book_command_prints_the_five_lists_as_json(ours, tmp_path):
     shutil.copytree(root / "store", folder, ignore=shutil.ignore_patterns(".lock"))
     env = {"QDRANT_PATH": str(folder), "QDRANT_COLLECTION_NAME": "ours", "PATH": "/usr/bin:/bin",
            "HOME": str(tmp_path)}
-    done = subprocess.run([sys.executable, "-m", "retrieval_lib", "book", "--docs", str(_book_now(tmp_path / "now")),
-                           "--json"], capture_output=True, text=True, env=env, cwd=PROJECT_ROOT, timeout=300)
+    done = run_cli(["book", "--docs", _book_now(tmp_path / "now"), "--json"], env=env, cwd=PROJECT_ROOT, timeout=300)
     assert done.returncode == 1, done.stderr
     out = json.loads(done.stdout)
     assert {"missing", "gone", "changed", "thin", "near_duplicates"} <= set(out)
