@@ -45,7 +45,7 @@ from retrieval_lib.ingest.units import Unit, render
 __all__ = ["Chunk", "CHUNKER_VERSION", "SPECIAL_TOKENS", "default_count_tokens", "chunk_markdown", "model_window"]
 
 #: Part of every file hash: a new version re-chunks (and re-embeds) every file on the next ingest.
-CHUNKER_VERSION = "2"
+CHUNKER_VERSION = "3"
 #: Tokens the model adds to every input ([CLS] and [SEP] for MiniLM); not available to the chunk.
 SPECIAL_TOKENS = 2
 

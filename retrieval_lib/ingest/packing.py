@@ -21,7 +21,7 @@ from __future__ import annotations
 from collections.abc import Callable
 
 from retrieval_lib.ingest.blocks import ADMONITION_CLOSE, parse_blocks
-from retrieval_lib.ingest.units import PROSE_KINDS, Unit, render, sentence_spans, split_unit, word_spans
+from retrieval_lib.ingest.units import PROSE_KINDS, Unit, render, sentence_spans, split_code, split_unit, word_spans
 
 __all__ = ["Packer"]
 
@@ -147,6 +147,15 @@ class Packer:
             pieces = self._split(unit)
             if pieces:
                 return pieces
+        if unit.kind == "code":
+            # Headings carried from sections merged forward leave no room for one line under max_tokens, and they
+            # cannot be emitted alone: the fence's first line goes with them (over max_tokens, within the limit
+            # unless that line alone passes it), and the rest follows in chunks of their own.
+            pieces = split_code(unit, fits_beside=self._fits_beside, fits_fresh=lambda part: False)
+            if pieces:
+                first, *rest = pieces
+                self._units.append(first)
+                return rest
         # Unsplittable and too big (a code line, a table row longer than a chunk): alone, over the limit.
         self._units.append(unit)
         return None
