@@ -102,12 +102,14 @@ def main() -> None:
     # the protocol takes over the standard streams; anything an import prints goes to stderr
     rfd, wfd = os.dup(0), os.dup(1)
     os.dup2(2, 1)
+    before = dict(os.environ)
     for name in PRELOAD:
         try:
             __import__(name)
         except ImportError:
             pass
-    _send(wfd, ("ready", os.getpid()))
+    # what the imports set in the environment themselves (torch sets KMP_INIT_AT_FORK, for one)
+    _send(wfd, ("ready", os.getpid(), {k: v for k, v in os.environ.items() if before.get(k) != v}))
     children: dict[int, int] = {}
     open_ = True
     while open_ or children:

@@ -36,12 +36,16 @@ IMPORT_ENV = ("HF_", "HUGGINGFACE", "TRANSFORMERS", "SENTENCE_TRANSFORMERS", "TO
               "LC_", "TQDM")
 
 
-#: ... except these, which the forked child applies itself.
-_APPLIED = ("PYTHONUNBUFFERED",)
+#: ... except these, which the forked child applies itself ...
+_APPLIED = {"PYTHONUNBUFFERED"}
+#: ... and those the imports set themselves (a server says which when it is ready): a test process that imported
+#: torch holds them, and an environment copied from it is the same to the libraries.
+_SET_BY_IMPORTS: set[str] = set()
 
 
 def _import_env(env: Mapping[str, str]) -> tuple[tuple[str, str], ...]:
-    return tuple(sorted((k, v) for k, v in env.items() if k.startswith(IMPORT_ENV) and k not in _APPLIED))
+    return tuple(sorted((k, v) for k, v in env.items()
+                        if k.startswith(IMPORT_ENV) and k not in _APPLIED and k not in _SET_BY_IMPORTS))
 
 
 class Zygote:
@@ -59,6 +63,7 @@ class Zygote:
         self._changed = threading.Condition()
         self._gone = False
         self._ready = self._receive()
+        _SET_BY_IMPORTS.update(self._ready[2])
         threading.Thread(target=self._listen, daemon=True, name="cli-zygote").start()
 
     def _receive(self) -> tuple:
@@ -116,10 +121,12 @@ _ZYGOTES_LOCK = threading.Lock()
 
 
 def _zygote(env: Mapping[str, str]) -> Zygote:
-    key = _import_env(env)
     with _ZYGOTES_LOCK:
+        key = _import_env(env)
         if key not in _ZYGOTES:
-            _ZYGOTES[key] = Zygote(key)
+            zygote = _ZYGOTES[key] = Zygote(key)
+            # once it has said what its imports set, the same environment has a shorter key: it is this server's too
+            _ZYGOTES.setdefault(_import_env(env), zygote)
         return _ZYGOTES[key]
 
 
