@@ -205,23 +205,6 @@ class Settings:
             shown.append(f"{f.name}={value!r}")
         return f"{type(self).__name__}({', '.join(shown)})"
 
-    def describe(self) -> dict[str, object]:
-        """The settings as a dict that is safe to print or save (secrets as set/unset)."""
-        return {
-            "embedding_provider": self.embedding_provider,
-            "embedding_model": self.embedding_model,
-            "cohere_api_key": "set" if self.cohere_api_key else "unset",
-            **({"openai_api_key": "set" if self.openai_api_key else "unset"}
-               if self.embedding_provider == "openai" else {}),
-            **({"gemini_api_key": "set" if self.gemini_api_key else "unset"}
-               if self.embedding_provider == "gemini" else {}),
-            **({"embedding_dimensions": self.embedding_dimensions} if self.embedding_dimensions else {}),
-            **({"embedding_batch_size": self.embedding_batch_size} if self.embedding_batch_size else {}),
-            "qdrant": self.store_location,
-            "qdrant_api_key": "set" if self.qdrant_api_key else "unset",
-            "collection_name": self.collection_name,
-        }
-
 
 #: Settings fields that hold a URL (shown redacted: user-info and query strings can carry credentials).
 _URL_FIELDS = ("qdrant_url", "database_url", *(f"{name}_base_url" for name, p in PROVIDER_DEFAULTS.items()

@@ -25,8 +25,8 @@ from retrieval_lib.drafting.language import LanguageGuess, detect_language
 from retrieval_lib.drafting.negatives import NEGATIVES_FILE, NegativeDraft, keep_negatives, load_negatives
 from retrieval_lib.drafting.pages import read_pages, sample_texts
 from retrieval_lib.drafting.topics import TopicDraft, draft_topics
-from retrieval_lib.errors import ValidationError
 from retrieval_lib.search import Retriever
+from retrieval_lib.validation import whole_number
 
 __all__ = ["Draft", "draft_collection", "DEFAULT_PER_FILE", "MEDIAN_SAMPLE"]
 
@@ -117,8 +117,7 @@ def draft_collection(store: Any, collection: str, embedder: Any, *, per_file: in
         ParamsError: the negatives file is missing or malformed.
         CollectionNotFoundError, ModelMismatchError, VectorStoreError, EmbeddingError: from the store and search.
     """
-    if isinstance(per_file, bool) or not isinstance(per_file, int) or per_file < 1:
-        raise ValidationError(f"per_file must be a whole number >= 1 (got {per_file!r})", field="per_file")
+    whole_number(per_file, "per_file", low=1)
     view = store if isinstance(store, CollectionView) else CollectionView(store)
     say = progress or (lambda _: None)
     say(f"reading {view.count(collection):,} points (one scroll)")

@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import math
 import os
-import tempfile
 from collections.abc import Iterable, Mapping
 from datetime import UTC, datetime
 from pathlib import Path
@@ -21,6 +20,7 @@ import yaml
 
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.drafting.draft import Draft
+from retrieval_lib.files import write_text_atomic
 from retrieval_lib.params import read_yaml
 
 __all__ = ["write_draft"]
@@ -59,11 +59,7 @@ def _previous(path: Path) -> dict[str, Any]:
 
 
 def _write(path: Path, head: str, data: Mapping[str, Any]) -> None:
-    text = head + yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True, width=120)
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", dir=path.parent)
-    with os.fdopen(fd, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
+    write_text_atomic(path, head + yaml.safe_dump(dict(data), sort_keys=False, allow_unicode=True, width=120))
 
 
 def _shown(path: Path) -> str:

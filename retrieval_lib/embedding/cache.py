@@ -27,6 +27,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from retrieval_lib.files import write_text_atomic
+
 __all__ = ["QueryCache", "CachedEmbedder", "EmbedUsage", "query_key", "cache_file",
            "MAX_BATCH", "total_usage", "embedding_totals", "prefetch_run"]
 
@@ -83,10 +85,7 @@ class QueryCache:
                 return
             merged = {**self._read(), **self._entries}
             self._entries = merged
-            self.path.parent.mkdir(parents=True, exist_ok=True)
-            tmp = self.path.with_name(f"{self.path.name}.{os.getpid()}.{threading.get_ident()}.tmp")
-            tmp.write_text(json.dumps({"format": CACHE_FORMAT, "entries": merged}), encoding="utf-8")
-            tmp.replace(self.path)  # atomic: a reader sees the old file or the new one, never half of one
+            write_text_atomic(self.path, json.dumps({"format": CACHE_FORMAT, "entries": merged}), fsync=False)
 
 
 @dataclass
@@ -121,7 +120,7 @@ class CachedEmbedder:
         self.provider = inner.provider
         self.model = inner.model
         self.dimension = inner.dimension
-        self.max_tokens = getattr(inner, "max_tokens", 512)
+        self.max_tokens = inner.max_tokens
         native = getattr(inner, "native_dimension", None)
         #: the model as the cache keys it: a reduced dimension is another model's vectors
         self._key_model = self.model if not native or native == self.dimension else f"{self.model}/{self.dimension}"

@@ -35,12 +35,17 @@ from __future__ import annotations
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import TYPE_CHECKING
 
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.ingest.blocks import parse_blocks, split_sections
 from retrieval_lib.ingest.packing import Packer
 from retrieval_lib.ingest.syntax import atx_heading, normalize_newlines
 from retrieval_lib.ingest.units import Unit, render
+from retrieval_lib.validation import whole_number
+
+if TYPE_CHECKING:
+    from retrieval_lib.embedding.providers import Embedder
 
 __all__ = ["Chunk", "CHUNKER_VERSION", "SPECIAL_TOKENS", "default_count_tokens", "chunk_markdown", "model_window"]
 
@@ -88,13 +93,9 @@ _MIN_MAX_TOKENS = 20
 DEFAULT_MIN_TOKENS = 40
 
 
-def model_window(embedder: object) -> int | None:
-    """Tokens of text an embedder reads per input: its ``max_tokens`` minus :data:`SPECIAL_TOKENS`.
-
-    None when the embedder does not say (then chunks are sized by ``max_tokens`` alone).
-    """
-    window = getattr(embedder, "max_tokens", None)
-    return int(window) - SPECIAL_TOKENS if isinstance(window, int) and not isinstance(window, bool) else None
+def model_window(embedder: Embedder) -> int:
+    """Tokens of text an embedder reads per input: its ``max_tokens`` minus :data:`SPECIAL_TOKENS`."""
+    return int(embedder.max_tokens) - SPECIAL_TOKENS
 
 
 # --- entry point ------------------------------------------------------------
@@ -102,24 +103,14 @@ def model_window(embedder: object) -> int | None:
 
 def _check_sizes(max_tokens: int, overlap_tokens: int, window_tokens: int | None, min_tokens: int) -> None:
     """Raise if the window sizes are unusable."""
-    sizes = [("max_tokens", max_tokens), ("overlap_tokens", overlap_tokens), ("min_tokens", min_tokens)]
+    whole_number(max_tokens, "max_tokens", low=_MIN_MAX_TOKENS)
+    whole_number(overlap_tokens, "overlap_tokens")
+    whole_number(min_tokens, "min_tokens")
     if window_tokens is not None:
-        sizes.append(("window_tokens", window_tokens))
-    for name, value in sizes:
-        if isinstance(value, bool) or not isinstance(value, int):
-            raise ValidationError(f"{name} must be a whole number, got {type(value).__name__}", field=name)
-    if max_tokens < _MIN_MAX_TOKENS:
-        raise ValidationError(f"max_tokens must be >= {_MIN_MAX_TOKENS}, got {max_tokens}", field="max_tokens")
-    if overlap_tokens < 0:
-        raise ValidationError(f"overlap_tokens must be >= 0, got {overlap_tokens}", field="overlap_tokens")
+        whole_number(window_tokens, "window_tokens", low=2 * _MIN_MAX_TOKENS)
     if overlap_tokens >= max_tokens:
         raise ValidationError(f"overlap_tokens ({overlap_tokens}) must be smaller than max_tokens ({max_tokens})",
                               field="overlap_tokens")
-    if min_tokens < 0:
-        raise ValidationError(f"min_tokens must be >= 0, got {min_tokens}", field="min_tokens")
-    if window_tokens is not None and window_tokens < 2 * _MIN_MAX_TOKENS:
-        raise ValidationError(f"window_tokens must be >= {2 * _MIN_MAX_TOKENS}, got {window_tokens}",
-                              field="window_tokens")
 
 
 def _continued(heading: str) -> str:

@@ -158,8 +158,7 @@ def prepare_documents(
 
 def default_chunk_tokens(embedder: Embedder) -> int:
     """Chunk size that fits the model's input window with room for the title line."""
-    window = int(getattr(embedder, "max_tokens", 512))
-    return 200 if window <= 256 else 350
+    return 200 if int(embedder.max_tokens) <= 256 else 350
 
 
 def _existing_points(store: VectorStore, collection: str) -> dict[str, list[dict[str, Any]]]:

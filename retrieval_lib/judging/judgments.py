@@ -27,8 +27,6 @@ from __future__ import annotations
 
 import hashlib
 import os
-import stat
-import tempfile
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -36,6 +34,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_lib.errors import ParamsError, ValidationError
+from retrieval_lib.files import write_text_atomic
 from retrieval_lib.params import read_yaml, resolve_path
 
 __all__ = ["GRADES", "Judgment", "JudgmentFile", "StaleJudgment", "load_judgments", "save_judgments",
@@ -234,29 +233,6 @@ def load_judgments(path: str | os.PathLike[str], *, missing_ok: bool = False) ->
         jf.judgments.append(j)
         jf.lines[j.key] = at[""]
     return jf
-
-
-def write_text_atomic(path: Path, text: str) -> Path:
-    """Write ``text`` to ``path`` atomically: a temporary file in the same folder, fsync, then ``os.replace``.
-
-    A failure at any step (disk full, a killed kernel, ``os.replace`` refused) leaves the previous file as it was
-    and no temporary file behind. The file keeps its permission bits (a new one gets 0644). Returns the path.
-    """
-    path.parent.mkdir(parents=True, exist_ok=True)
-    mode = stat.S_IMODE(path.stat().st_mode) if path.exists() else 0o644
-    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as fh:
-            fh.write(text)
-            fh.flush()
-            os.fsync(fh.fileno())
-        os.chmod(tmp, mode)
-        os.replace(tmp, path)
-    except BaseException:
-        if os.path.exists(tmp):
-            os.unlink(tmp)
-        raise
-    return path
 
 
 def save_judgments(jf: JudgmentFile) -> Path:

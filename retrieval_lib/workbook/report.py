@@ -33,6 +33,7 @@ from retrieval_lib.errors import (
     StoreUnavailableError,
     ValidationError,
 )
+from retrieval_lib.files import write_text_atomic
 from retrieval_lib.params import Provenance
 from retrieval_lib.retrievers import (
     AnsweringSearch,
@@ -230,9 +231,7 @@ class NotebookReport:
         ``status`` is ``"complete"`` when the notebook ran to its end, ``"error"``
         when a cell raised (``error`` then holds the one-line reason).
         """
-        folder = self.run_dir / "metrics"
-        folder.mkdir(exist_ok=True)
-        path = folder / f"{self.notebook}.json"
+        path = self.run_dir / "metrics" / f"{self.notebook}.json"
         data = {
             "notebook": self.notebook,
             "title": self.title,
@@ -250,10 +249,7 @@ class NotebookReport:
             "units": self.units,
             "specification": self.specification,
         }
-        tmp = path.with_suffix(".json.tmp")
-        tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False), encoding="utf-8")
-        tmp.replace(path)  # atomic: a reader never sees half a file
-        return path
+        return write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False), fsync=False)
 
     def summary(self) -> str:
         """The gates and findings as lines of text: what the notebook's last cell prints."""

@@ -28,6 +28,7 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_lib.errors import ConfigurationError, ValidationError
+from retrieval_lib.files import write_text_atomic
 from retrieval_lib.models import SearchResponse
 
 __all__ = ["FORMAT", "RUNS_FOLDER", "RunFile", "query_id", "write_run", "read_run", "read_runs"]
@@ -135,13 +136,8 @@ def write_run(report: Any, responses: Sequence[SearchResponse], *, kinds: Sequen
         qid = query_id(text)
         if qid in doc.queries:
             doc.qrels.setdefault(qid, {})[str(doc_id)] = int(rel)
-    folder = Path(report.run_dir) / RUNS_FOLDER
-    folder.mkdir(parents=True, exist_ok=True)
-    path = folder / f"{report.notebook}.json"
-    tmp = path.with_suffix(".json.tmp")
-    tmp.write_text(json.dumps(doc.as_dict(), ensure_ascii=False, separators=(",", ":")), encoding="utf-8")
-    tmp.replace(path)  # atomic: a comparison never reads half a file
-    return path
+    path = Path(report.run_dir) / RUNS_FOLDER / f"{report.notebook}.json"
+    return write_text_atomic(path, json.dumps(doc.as_dict(), ensure_ascii=False, separators=(",", ":")), fsync=False)
 
 
 def read_run(path: str | os.PathLike[str]) -> RunFile:

@@ -34,6 +34,7 @@ from typing import Any
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.embedding.cache import cache_file, embedding_totals, prefetch_run
 from retrieval_lib.errors import ConfigurationError, RetrievalError, ValidationError
+from retrieval_lib.files import write_text_atomic
 from retrieval_lib.params import RESERVED_KEYS, Profile
 from retrieval_lib.params import load_profile as _load_profile
 from retrieval_lib.retrievers import parse_spec
@@ -243,9 +244,7 @@ def _validated(outcomes: list[NotebookOutcome]) -> dict[str, Any]:
 
 
 def _write_json(path: Path, data: dict[str, Any]) -> None:
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps(data, indent=2, ensure_ascii=False, default=str), encoding="utf-8")
-    tmp.replace(path)
+    write_text_atomic(path, json.dumps(data, indent=2, ensure_ascii=False, default=str), fsync=False)
 
 
 class _Terminated(BaseException):

@@ -73,7 +73,7 @@ def test_429_waits_the_retry_info_delay_google_puts_in_its_body():
 def test_google_api_key_is_the_keys_other_name(fake):
     settings = load_settings(env={"EMBEDDING_PROVIDER": "gemini", "GOOGLE_API_KEY": KEY, "GEMINI_BASE_URL": fake.url,
                                   "EMBEDDING_MODEL": "text-embedding-004"})
-    assert settings.describe()["gemini_api_key"] == "set"
+    assert settings.gemini_api_key is not None and settings.gemini_api_key.reveal() == KEY
     emb = make_embedder(settings)
     assert isinstance(emb, GeminiEmbedder) and len(emb.embed_queries(["hi"])[0]) == 768
     assert fake.embed_requests[-1]["headers"]["x-goog-api-key"] == KEY

@@ -165,15 +165,14 @@ def test_secret_never_prints_its_value():
         pickle.dumps(secret)
 
 
-def test_settings_repr_and_describe_mask_every_secret():
+def test_settings_repr_masks_every_secret():
     s = load_settings(env={
         "EMBEDDING_PROVIDER": "cohere", "COHERE_API_KEY": "ck-" + SECRET,
         "QDRANT_URL": f"https://user:pw-{SECRET}@xyz.cloud.example:6333/?api_key=url-{SECRET}",
         "QDRANT_API_KEY": "qk-" + SECRET,
     })
-    for text in (repr(s), str(s), str(s.describe()), s.store_location):
+    for text in (repr(s), str(s), s.store_location):
         assert SECRET not in text
-    assert s.describe()["cohere_api_key"] == "set" and s.describe()["qdrant_api_key"] == "set"
     assert s.store_location == "https://xyz.cloud.example:6333/"
 
 

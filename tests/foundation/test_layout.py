@@ -126,7 +126,7 @@ def _graph() -> dict[str, set[str]]:
 #: ``search`` joins an embedder and a collection, so it sits right above them; the package's own face and
 #: ``__main__`` sit on top, above the command line.
 LAYERS: tuple[tuple[str, ...], ...] = (
-    ("config", "errors", "models", "validation", "params", "percentile"),
+    ("config", "errors", "models", "validation", "params", "percentile", "files"),
     ("embedding", "stores"),
     ("collection",),
     ("book",),

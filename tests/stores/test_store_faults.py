@@ -159,9 +159,8 @@ def test_qdrant_api_key_never_appears_in_errors_or_settings():
     port = closed_port()
     settings = server_settings(f"http://127.0.0.1:{port}", QDRANT_API_KEY=QDRANT_KEY)
     assert settings.qdrant_api_key is not None and settings.qdrant_api_key.reveal() == QDRANT_KEY
-    for text in (repr(settings), str(settings), json.dumps(settings.describe()), str(settings.qdrant_api_key)):
+    for text in (repr(settings), str(settings), str(settings.qdrant_api_key)):
         assert QDRANT_KEY not in text
-    assert settings.describe()["qdrant_api_key"] == "set"
     store = open_store(settings)
     try:
         with pytest.raises(StoreUnavailableError) as ei:
@@ -175,7 +174,7 @@ def test_qdrant_api_key_never_appears_in_errors_or_settings():
     # a URL carrying credentials: the printable location drops them
     settings2 = server_settings(f"http://user:s3cretpw@127.0.0.1:{port}", QDRANT_API_KEY=QDRANT_KEY)
     assert settings2.store_location == f"http://127.0.0.1:{port}"
-    for text in (repr(settings2), str(settings2), json.dumps(settings2.describe())):
+    for text in (repr(settings2), str(settings2)):
         assert QDRANT_KEY not in text and "s3cretpw" not in text
 
     # a server that refuses the key: the key reached it, the error names the variable, not the value

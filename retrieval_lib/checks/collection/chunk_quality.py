@@ -264,13 +264,13 @@ class ChunkQuality:
             report, unseen <= self.max_unseen_share, value=round(unseen, 4), threshold=self.max_unseen_share,
             rule="<=", unit="share", detail=f"{unseen:.1%} of the text past the {study.window}-token window (at most "
                                             f"{self.max_unseen_share:.1%}); {len(past)} chunks too long",
-            hint="re-chunk so every chunk fits the window minus its title line (split long code and lists)")
+            hint=CHUNKS_UNSEEN.causes)
         CHUNKS_FRAGMENTS.record(
             report, frag_share <= self.max_fragment_share, value=round(frag_share, 4),
             threshold=self.max_fragment_share, rule="<=", unit="share",
             detail=f"{len(study.fragments)} of {len(study.chunks)} chunks are fragments ({frag_share:.1%}, at most "
                    f"{self.max_fragment_share:.1%})",
-            hint="fold heading-only and lead-in chunks into their neighbours when chunking")
+            hint=CHUNKS_FRAGMENTS.causes)
         CHUNKS_FRAGMENT_WINS.record(
             report, win_rate <= self.max_fragment_win_rate, value=round(win_rate, 4),
             threshold=self.max_fragment_win_rate, rule="<=", unit="share",

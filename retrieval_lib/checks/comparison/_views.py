@@ -128,7 +128,8 @@ def worse_rankings(cmp: Comparison) -> dict[str, Any]:
     out: dict[str, Any] = {}
     for m in cmp.headline:
         for q, d in m.worst():
-            out[f"{m.notebook} {cmp.text(m.notebook, q)!r} ({m.metric} {d:+.3f})"] = _side_by_side(cmp, m.notebook, q)
+            title = f"{m.notebook} {cmp.query_text(m.notebook, q)!r} ({m.metric} {d:+.3f})"
+            out[title] = _side_by_side(cmp, m.notebook, q)
     return out
 
 
@@ -142,7 +143,7 @@ def _delta_figure(cmp: Comparison | None):
         [len(m.per_query) for m in chosen] or [4]) + 1.8), squeeze=False)
     for ax, m in zip(axes[0], chosen):
         assert cmp is not None  # for mypy: chosen is empty without a comparison
-        items = sorted(((c - b, cmp.text(m.notebook, q)) for q, (b, c) in m.per_query.items()), reverse=True)
+        items = sorted(((c - b, cmp.query_text(m.notebook, q)) for q, (b, c) in m.per_query.items()), reverse=True)
         labels = [t if len(t) <= 42 else t[:40] + "..." for _, t in items]
         values = [d for d, _ in items]
         ax.barh(range(len(values)), values, color=["tab:red" if v < 0 else "tab:green" for v in values])
@@ -183,7 +184,7 @@ def record(report: NotebookReport, cmp: Comparison | None, *, reason: str = "", 
         report.finding(f"nothing to compare with: {reason}")
         report.metric("baseline_run", None)
     else:
-        worst = [f"{cmp.text(m.notebook, q)!r}" for m in cmp.regressions for q, _ in m.worst()]
+        worst = [f"{cmp.query_text(m.notebook, q)!r}" for m in cmp.regressions for q, _ in m.worst()]
         COMPARE_REGRESSION.record(
             report, not cmp.regressions, value=len(cmp.regressions), threshold=0, rule="==", unit="metrics",
             hint=(f"retrieval got worse than {cmp.baseline.name} on {', '.join(dict.fromkeys(worst))}: read "

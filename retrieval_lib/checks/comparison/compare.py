@@ -20,7 +20,7 @@ made from the collection) are compared on the queries both asked, and the differ
 collection, model or top_k is allowed and shown in :attr:`Comparison.settings_changes`.
 
 :func:`run` is the check (notebook 14, ``check compare`` and ``compare BASELINE CANDIDATE``): it resolves the two
-runs and compares them; its :class:`Compared` (or :class:`NothingToCompare`) records the gate, findings, tables and
+runs and compares them; its :class:`Comparison` (or :class:`NothingToCompare`) records the gate, findings, tables and
 figure. It reads run folders, never the collection.
 """
 
@@ -46,7 +46,7 @@ from retrieval_lib.workbook.runfiles import RUNS_FOLDER, RunFile, read_runs
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "Compared", "NothingToCompare", "DEFAULT_METRICS", "Comparison", "compare_runs", "find_baseline"]
+__all__ = ["run", "NothingToCompare", "DEFAULT_METRICS", "Comparison", "compare_runs", "find_baseline"]
 
 #: The gates this check records.
 GATES = (COMPARE_REGRESSION,)
@@ -265,7 +265,8 @@ class Comparison:
         """Each notebook's first metric: the one the sufficiency statement, the worse rankings and the figure show."""
         return [m for m in self.metrics if m.metric == self.metrics[0].metric]
 
-    def text(self, notebook: str, qid: str) -> str:
+    def query_text(self, notebook: str, qid: str) -> str:
+        """The text of query ``qid`` of ``notebook`` (from the candidate run, else the baseline)."""
         rf = self.candidate.runs.get(notebook) or self.baseline.runs[notebook]
         return rf.text(qid) if qid in rf.queries else self.baseline.runs[notebook].text(qid)
 
@@ -277,7 +278,7 @@ class Comparison:
                     f"{len(changed)} of {len(self.metrics)} metrics changed at all")
         parts = []
         for m in self.regressions:
-            worst = ", ".join(f"{self.text(m.notebook, q)!r} ({d:+.3f})" for q, d in m.worst())
+            worst = ", ".join(f"{self.query_text(m.notebook, q)!r} ({d:+.3f})" for q, d in m.worst())
             parts.append(f"{m.notebook} {m.metric} {m.baseline:.3f} -> {m.candidate:.3f} ({m.delta:+.3f}, "
                          f"p {m.p_value:.3g}); worst queries: {worst}")
         return "REGRESSION: " + "; ".join(parts)
@@ -289,12 +290,30 @@ class Comparison:
             "settings_changes": {k: list(v) for k, v in self.settings_changes.items()}, "notes": self.notes,
             "metrics": [{**{k: getattr(m, k) for k in ("notebook", "metric", "n", "baseline", "candidate", "low",
                                                        "high", "p_value", "regression", "detectable", "needed")},
-                         "delta": m.delta, "worst": [{"query": self.text(m.notebook, q), "delta": d}
+                         "delta": m.delta, "worst": [{"query": self.query_text(m.notebook, q), "delta": d}
                                                      for q, d in m.worst()]} for m in self.metrics],
             "queries": [vars(q) for q in self.queries],
             "gates_changed": [vars(g) for g in self.gates],
             "score_shift": [vars(s) for s in self.shifts],
         }
+
+    # notebook 14's result (what ``run`` returns), through the views of ``_views``
+    def __str__(self) -> str:
+        return f"{views.header(self)}\n{self.verdict()}"
+
+    def text(self) -> str:
+        """The whole comparison as plain text (the ``compare`` command without ``--json``)."""
+        return views.text_report(self)
+
+    def tables(self) -> dict[str, Any]:
+        return views.tables(self)
+
+    def worse_rankings(self) -> dict[str, Any]:
+        """The queries that lost most, both rankings side by side, by title."""
+        return views.worse_rankings(self)
+
+    def record(self, report: NotebookReport, *, show: bool = True) -> None:
+        views.record(report, self, show=show)
 
 
 def _check_comparable(b: RunInfo, c: RunInfo) -> tuple[list[str], list[str]]:
@@ -436,7 +455,7 @@ def compare_runs(baseline: str | os.PathLike[str], candidate: str | os.PathLike[
 # --------------------------------------------------------------------------- the check
 
 def run(ctx: NotebookRun, *, baseline_run: str, candidate_run: str, compare_alpha: float, compare_min_effect: float,
-        metrics: Sequence[str] = DEFAULT_METRICS, test: str = "student") -> Compared | NothingToCompare:
+        metrics: Sequence[str] = DEFAULT_METRICS, test: str = "student") -> Comparison | NothingToCompare:
     """Notebook 14's check: compare ``candidate_run`` (empty: this run, ``ctx.report.run_dir``) with
     ``baseline_run`` (empty: :func:`find_baseline`).
 
@@ -456,40 +475,7 @@ def run(ctx: NotebookRun, *, baseline_run: str, candidate_run: str, compare_alph
                            min_effect=compare_min_effect, test=test)
     except RunsNotComparableError as err:
         return NothingToCompare(f"{Path(baseline).name} is not comparable: {err.message}", error=err)
-    return Compared(cmp)
-
-
-@dataclass
-class Compared:
-    """Notebook 14's result: the comparison of two runs."""
-
-    comparison: Comparison
-
-    @property
-    def exit_code(self) -> int:
-        """0 no metric significantly worse, 1 one is (the ``compare`` command's exit code)."""
-        return self.comparison.exit_code
-
-    def __str__(self) -> str:
-        return f"{views.header(self.comparison)}\n{self.comparison.verdict()}"
-
-    def text(self) -> str:
-        """The whole comparison as plain text (the ``compare`` command without ``--json``)."""
-        return views.text_report(self.comparison)
-
-    def as_dict(self) -> dict[str, Any]:
-        """The whole comparison as JSON data (``compare --json``)."""
-        return self.comparison.as_dict()
-
-    def tables(self) -> dict[str, Any]:
-        return views.tables(self.comparison)
-
-    def worse_rankings(self) -> dict[str, Any]:
-        """The queries that lost most, both rankings side by side, by title."""
-        return views.worse_rankings(self.comparison)
-
-    def record(self, report: NotebookReport, *, show: bool = True) -> None:
-        views.record(report, self.comparison, show=show)
+    return cmp
 
 
 @dataclass

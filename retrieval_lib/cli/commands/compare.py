@@ -46,7 +46,7 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
 
 
 def run(args: argparse.Namespace) -> int:
-    from retrieval_lib.checks.comparison.compare import DEFAULT_METRICS, Compared, NothingToCompare
+    from retrieval_lib.checks.comparison.compare import DEFAULT_METRICS, Comparison, NothingToCompare
     from retrieval_lib.cli.commands import print_json
     from retrieval_lib.params import DEFAULT_PROFILE, load_profile
     from retrieval_lib.workbook.check import open_check, run_check
@@ -62,7 +62,7 @@ def run(args: argparse.Namespace) -> int:
         result = run_check(spec, ctx, params)
     if isinstance(result, NothingToCompare) and result.error is not None:
         raise result.error  # the runs asked different questions: exit 2, the queries listed
-    if not isinstance(result, Compared):
+    if not isinstance(result, Comparison):
         print(result)
         return 0
     if args.json:

@@ -191,7 +191,7 @@ def test_notebook_call_records_a_gate_and_the_report_gains_a_compared_with_secti
     try:
         result = compare.run(ctx, baseline_run=str(runs["base"]), candidate_run=str(runs["worse"]),
                              compare_alpha=0.05, compare_min_effect=0.02)
-        assert isinstance(result, compare.Compared) and "REGRESSION" in str(result)
+        assert isinstance(result, compare.Comparison) and "REGRESSION" in str(result)
         result.record(ctx.report, show=False)
         report = ctx.report
         assert not report.gates[0].passed and report.gates[0].id == "compare.regression"
