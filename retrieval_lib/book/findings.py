@@ -18,7 +18,8 @@ folder, or ``source``: how the collection names it), computed from a :class:`~re
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any
+from operator import itemgetter
+from typing import Any, cast
 
 import numpy as np
 
@@ -26,12 +27,12 @@ from retrieval_lib.book.mapping import BookChunks, BookMap
 from retrieval_lib.book.pages import Book, Page
 from retrieval_lib.book.text import (
     SHINGLE,
+    clean_all,
     distinct,
     found_in,
     head_shingles,
     keyed,
     position_shingles,
-    run_hashes,
     shingles_of,
     sort_order,
     words,
@@ -68,16 +69,20 @@ class PageComparison:
 #: cache (one batch of the whole book streams every array through memory; a batch a page pays numpy's call cost
 #: some forty times a page).
 BATCH_WORDS = 1 << 17
+#: Bytes of a chunk's cleaned text its first shingle is read from (:func:`_found_whole`): room for some ten words.
+HEAD_BYTES = 64
+_SPACE = 32
 
 
 def compare_pages(book: Book, bmap: BookMap, chunks: BookChunks) -> list[PageComparison]:
     """Each ingested page with readable text against its chunks' texts (pages without text are left out).
 
-    A chunk whose words are, in order, a run of its page's words (its first shingle looked up among the page's,
-    the run's hash compared) has every shingle in the page, at those positions: it is judged found without being
-    shingled. Only the other chunks' shingles are looked up; the figures are those of the definitions above either
-    way (``tests/book/test_book_compare.py`` computes them the slow way). Pages are compared a batch at a time
-    (:data:`BATCH_WORDS`), each shingle keyed by its page (:func:`~retrieval_lib.book.text.keyed`).
+    A chunk that is its page's cleaned text from a word on, bytes for bytes (its first shingle looked up among the
+    page's, then its bytes compared: :func:`_found_whole`), has every shingle in the page, at those positions: it is
+    judged found without its words being hashed or shingled. Only the other chunks are shingled and their shingles
+    looked up; the figures are those of the definitions above either way (``tests/book/test_book_compare.py``
+    computes them the slow way). Pages are compared a batch at a time (:data:`BATCH_WORDS`), each shingle keyed by
+    its page (:func:`~retrieval_lib.book.text.keyed`).
     """
     pages = {p.path: p for p in book.pages}
     content = chunks.content
@@ -121,10 +126,12 @@ def _compare(batch: _Batch) -> list[PageComparison]:
     per = np.where(n >= SHINGLE, n - SHINGLE + 1, np.minimum(n, 1))
     sh0 = np.cumsum(per) - per
     owner = np.repeat(np.arange(g), per)
-    pos = np.repeat(word0 - sh0, per) + np.arange(int(per.sum()))  # each shingle's first word in page_words
-    if (n >= SHINGLE).all():  # the common case: no page shorter than a shingle, no mask to build
-        at = position_shingles(page_words)[pos]
+    if (n >= SHINGLE).all():  # the common case: no page shorter than a shingle
+        # a shingle at every word but a page's last SHINGLE - 1 (those would run into the next page)
+        across = ((word0 + n)[:, None] - np.arange(1, SHINGLE)).ravel()
+        at = np.delete(position_shingles(page_words), across[across < page_words.size - SHINGLE + 1])
     else:
+        pos = np.repeat(word0 - sh0, per) + np.arange(int(per.sum()))  # each shingle's first word in page_words
         at = np.empty(pos.size, dtype=np.uint64)
         full = n[owner] >= SHINGLE
         if full.any():
@@ -137,38 +144,29 @@ def _compare(batch: _Batch) -> list[PageComparison]:
     again = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
 
     chunk_page = np.repeat(np.arange(g), batch.chunks)
-    chunk_words = words(batch.contents)
-    hashes, count = chunk_words.hashes, chunk_words.count
-    judged = np.flatnonzero(count >= SHINGLE)  # the others hold no shingle: nothing to judge or cover
-    first, length, jpage = chunk_words.first[judged], count[judged], chunk_page[judged]
-    exact = np.zeros(judged.size, dtype=bool)
+    data, lengths = clean_all(batch.contents)
+    ends = np.cumsum(lengths + 1) - 1
+    # each chunk's cleaned text without the spaces around it (the same words)
+    pieces = list(map(bytes.strip, map(data.__getitem__, map(slice, (ends - lengths).tolist(), ends.tolist()))))
+    exact, begin, span = _found_whole(batch.pages, pieces, chunk_page, n, at, sh0, owner, order, ordered)
     mask = np.zeros(at.size, dtype=bool)
-    look = np.flatnonzero(n[jpage] >= SHINGLE)
-    if look.size:
-        head = head_shingles(hashes, first[look])
-        k = np.minimum(np.searchsorted(ordered, keyed(head, jpage[look])), ordered.size - 1)
-        # where the page holds the chunk's first shingle (if the run is not there, the chunk is shingled below,
-        # which gives the same figures for a chunk found whole elsewhere in the page)
-        at_k = order[k]
-        start = pos[at_k]
-        same = ((owner[at_k] == jpage[look]) & (at[at_k] == head)
-                & (start + length[look] <= (word0 + n)[jpage[look]]))
-        hit = look[same]
-        same[same] = (run_hashes(hashes, first[hit], length[hit])
-                      == run_hashes(page_words, start[same], length[hit]))
-        exact[look[same]] = True
-        begin = at_k[same]  # its shingles are the page's from there on, one a word
+    if begin.size:  # an exact chunk's shingles are the page's from ``begin`` on, one a word
         spans = np.bincount(begin, minlength=at.size + 1)
-        spans -= np.bincount(begin + length[look[same]] - SHINGLE + 1, minlength=at.size + 1)
+        spans -= np.bincount(begin + span - SHINGLE + 1, minlength=at.size + 1)
         mask = np.cumsum(spans[:-1]) > 0
+    judged_n = np.bincount(chunk_page[exact], minlength=g)
     stale = np.zeros(g, dtype=np.int64)
     rest = np.flatnonzero(~exact)
-    if rest.size:
+    rest_words = words([pieces[i] for i in rest.tolist()], cleaned=True)
+    judged = np.flatnonzero(rest_words.count >= SHINGLE)  # the others hold no shingle: nothing to judge or cover
+    if judged.size:
+        length, jpage = rest_words.count[judged], chunk_page[rest[judged]]
+        judged_n += np.bincount(jpage, minlength=g)
         page_sh = np.delete(ordered, again)  # the distinct (page, shingle) keys
-        h, of = shingles_of(hashes, first[rest], length[rest])
-        h = keyed(h, jpage[rest][of])
-        found = np.bincount(of, weights=found_in(h, page_sh), minlength=rest.size)
-        stale = np.bincount(jpage[rest][found / (length[rest] - SHINGLE + 1) < FOUND_SHARE], minlength=g)
+        h, of = shingles_of(rest_words.hashes, rest_words.first[judged], length)
+        h = keyed(h, jpage[of])
+        found = np.bincount(of, weights=found_in(h, page_sh), minlength=judged.size)
+        stale = np.bincount(jpage[found / (length - SHINGLE + 1) < FOUND_SHARE], minlength=g)
         mask |= found_in(key, distinct(h))
     # per page, its distinct (page, shingle) keys, and those covered (a key is covered when any of its positions
     # is): positions, less the repeats; masked positions, less a repeated key's masked positions past its first
@@ -185,10 +183,70 @@ def _compare(batch: _Batch) -> list[PageComparison]:
         masked += mask[order[heads]]
         covered_n -= np.bincount(owner[order[heads]], weights=np.maximum(masked - 1, 0),
                                  minlength=g).astype(np.int64)
-    judged_n = np.bincount(jpage, minlength=g)
     return [PageComparison(page.path, page.words, chunks, int(judged_n[i]), int(stale[i]),
                            float(covered_n[i] / distinct_n[i]) if distinct_n[i] else 1.0)
             for i, (page, chunks) in enumerate(zip(batch.pages, batch.chunks))]
+
+
+def _found_whole(pages: list[Page], pieces: list[bytes], chunk_page: np.ndarray, n: np.ndarray, at: np.ndarray,
+                 sh0: np.ndarray, owner: np.ndarray, order: np.ndarray,
+                 ordered: np.ndarray) -> tuple[np.ndarray, np.ndarray, np.ndarray]:
+    """Which chunks (``pieces``: cleaned texts, stripped) are their page's cleaned text from a word on, bytes for
+    bytes: (a mask over the chunks; for those found, the page shingle each starts at and its words).
+
+    A chunk's first :data:`~retrieval_lib.book.text.SHINGLE` words (hashed from its first :data:`HEAD_BYTES`
+    bytes) are looked up among its page's shingles (``ordered`` keys, ``order`` their places in ``at``, each of
+    page ``owner``, from its word ``place - sh0[owner]``); where the page holds them, its bytes from that word on are
+    compared with the chunk's, which must end where a word of the page ends. Equal bytes are equal words: every
+    shingle of the chunk is the page's, at those places. A chunk cut otherwise (its own spacing, its own marks) is
+    not found here and is shingled (:func:`_compare`), with the same figures.
+    """
+    m = len(pieces)
+    exact = np.zeros(m, dtype=bool)
+    none = np.empty(0, dtype=np.int64)
+    texts = [page.text_bytes for page in pages]
+    readable = np.array([t is not None and page.word_starts is not None for t, page in zip(texts, pages)],
+                        dtype=bool)
+    if not m or not readable.any() or not ordered.size:
+        return exact, none, none
+    heads = words(list(map(itemgetter(slice(0, HEAD_BYTES)), pieces)), cleaned=True)
+    size = np.fromiter(map(len, pieces), dtype=np.int64, count=m)
+    # its first SHINGLE words are whole in the head: another word follows them, or the head is the whole chunk
+    complete = (heads.count > SHINGLE) | ((heads.count == SHINGLE) & (size <= HEAD_BYTES))
+    look = np.flatnonzero(complete & readable[chunk_page] & (n >= SHINGLE)[chunk_page])
+    if not look.size:
+        return exact, none, none
+    jpage = chunk_page[look]
+    head = head_shingles(heads.hashes, heads.first[look])
+    k = np.minimum(np.searchsorted(ordered, keyed(head, jpage)), ordered.size - 1)
+    at_k = order[k]  # where the page first holds the chunk's first shingle
+    same = (owner[at_k] == jpage) & (at[at_k] == head)
+    cand, at_k, jpage = look[same], at_k[same], jpage[same]
+    local = at_k - sh0[jpage]  # the word of its page the chunk would start at
+    # page by page (the chunks are laid out page after page): where that word starts in the page's text, where the
+    # chunk would end, and the page's words that start before that (the chunk's words, if it is found)
+    start, span = np.empty(cand.size, dtype=np.int64), np.empty(cand.size, dtype=np.int64)
+    bounds = np.searchsorted(jpage, np.arange(len(pages) + 1))
+    for p in np.flatnonzero(bounds[1:] > bounds[:-1]).tolist():
+        at_p, ws = slice(bounds[p], bounds[p + 1]), pages[p].word_starts
+        start[at_p] = ws[local[at_p]]  # type: ignore[index]
+        span[at_p] = np.searchsorted(ws, start[at_p] + size[cand[at_p]]) - local[at_p]  # type: ignore[arg-type]
+    stop = start + size[cand]
+    # the bytes: the page's from that word on are the chunk's (C-level calls, no slice copied) ...
+    page_texts = cast(list[bytes], list(map(texts.__getitem__, jpage.tolist())))
+    startswith: Any = bytes.startswith
+    hit = np.fromiter(map(startswith, page_texts, map(pieces.__getitem__, cand.tolist()), start.tolist()),
+                      dtype=np.bool_, count=cand.size)
+    # ... and end where a word of the page ends: at the page's end (its text is followed by a space or by nothing),
+    # or before a space within it
+    end = np.array([pages[p].text_span[1] for p in range(len(pages))], dtype=np.int64)[jpage]
+    inside = np.flatnonzero(hit & (stop < end))
+    hit = hit & (stop <= end)
+    byte_at: Any = bytes.__getitem__
+    hit[inside] = np.fromiter(map(byte_at, map(page_texts.__getitem__, inside.tolist()),
+                                  stop[inside].tolist()), dtype=np.int64, count=inside.size) == _SPACE
+    exact[cand[hit]] = True
+    return exact, at_k[hit], span[hit]
 
 
 def missing_pages(book: Book, bmap: BookMap) -> list[dict[str, Any]]:

@@ -26,6 +26,7 @@ from urllib.parse import unquote, urlsplit
 
 from retrieval_lib.book.pages import Book
 from retrieval_lib.book.routes import strip_number_prefix
+from retrieval_lib.stores.scan import collector_paused
 
 __all__ = ["BookChunks", "SourceMatch", "BookMap", "read_chunks", "map_sources", "FIELDS"]
 
@@ -163,6 +164,11 @@ def map_sources(book: Book, chunks: BookChunks, *, base_url: str | None = None,
     Returns:
         The :class:`BookMap`; a ``base_url`` that no source starts with sets :attr:`BookMap.problem`.
     """
+    with collector_paused():  # a list or two a source, none in a cycle (stores.scan.collector_paused)
+        return _map_sources(book, chunks, base_url, route_base)
+
+
+def _map_sources(book: Book, chunks: BookChunks, base_url: str | None, route_base: str | None) -> BookMap:
     keys = _page_keys(book)
     given_base = None if route_base is None else route_base.strip("/")
     site = (base_url or "").rstrip("/")

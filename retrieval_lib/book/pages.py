@@ -20,6 +20,7 @@ import os
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import cast
 from urllib.parse import urlsplit
 
 import numpy as np
@@ -32,7 +33,7 @@ from retrieval_lib.book.routes import (
     split_front_matter,
     strip_number_prefix,
 )
-from retrieval_lib.book.text import words as word_hashes
+from retrieval_lib.book.text import clean_all, words_at
 from retrieval_lib.collection.boilerplate import PLACEHOLDER_EXTRA_WORDS, is_placeholder, stock_page
 from retrieval_lib.errors import ConfigurationError, DocumentError, ValidationError
 
@@ -76,6 +77,11 @@ class Page:
             page, None for a page of the book's own.
         problem: why the page could not be read (one line), None when it was.
         has_text: False for a sitemap page or an unreadable file: text findings cannot judge it.
+        text_bytes: the cleaned texts (:func:`~retrieval_lib.book.text.clean`) of the pages read with this one,
+            joined by spaces (None when unknown): its own is ``text_bytes[text_span[0]:text_span[1]]``
+            (:attr:`cleaned`), and ``word_starts`` holds each of its words' first byte in ``text_bytes``. A chunk
+            is found whole in the page by comparing bytes (:func:`retrieval_lib.book.findings.compare_pages`); the
+            pages share one buffer, as they were read, rather than copy the book's text once more.
     """
 
     path: str
@@ -86,6 +92,21 @@ class Page:
     stock: str | None = None
     problem: str | None = None
     has_text: bool = True
+    text_bytes: bytes | None = field(default=None, repr=False)
+    text_span: tuple[int, int] = (0, 0)
+    word_starts: np.ndarray | None = field(default=None, repr=False)
+
+    @property
+    def cleaned(self) -> bytes | None:
+        """Its text as :func:`~retrieval_lib.book.text.clean` makes it (None when unknown)."""
+        return None if self.text_bytes is None else self.text_bytes[self.text_span[0]:self.text_span[1]]
+
+    @classmethod
+    def of_text(cls, path: str, route: str, title: str, body: str) -> Page:
+        """A page of text ``body`` (after its front matter), read as :func:`read_docs` reads each page."""
+        page = cls(path, route, title)
+        _hash_pages([(page, body)])
+        return page
 
 
 @dataclass
@@ -240,12 +261,19 @@ def read_docs(docs: str | os.PathLike[str], *, route_base: str | None = None, ge
 
 
 def _hash_pages(pending: list[tuple[Page, str]]) -> None:
-    """Set the words, hashes and stock mark of pages read (``(page, body)``), their words hashed in one call."""
+    """Set the words, hashes, cleaned text and stock mark of pages read (``(page, body)``), their words hashed in
+    one call."""
     if not pending:
         return
-    found = word_hashes([body for _, body in pending])
-    for (page, body), first, count in zip(pending, found.first.tolist(), found.count.tolist()):
+    data, lengths = clean_all([body for _, body in pending])
+    found = words_at(data, lengths)
+    ends = np.cumsum(lengths + 1) - 1
+    starts = cast(np.ndarray, found.starts)  # words_at sets them
+    for (page, body), first, count, begin, end in zip(pending, found.first.tolist(), found.count.tolist(),
+                                                      (ends - lengths).tolist(), ends.tolist()):
         page.hashes = found.hashes[first:first + count]
+        page.word_starts = starts[first:first + count]
+        page.text_bytes, page.text_span = data, (begin, end)
         page.words = count
         # a placeholder is a few words around its marker: a long page is never one (and is not searched for it)
         stub = count < _STUB_MAX_WORDS and is_placeholder(_ADMONITION.sub("", body), min_words=STUB_MIN_WORDS)

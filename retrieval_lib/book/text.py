@@ -14,10 +14,10 @@ Formulas (``S(x)`` the shingle set of ``x``):
 
 **Cost.** A 100,000-chunk collection holds about 12 million words, and its book as many again: words are never
 Python objects here. :func:`words` lays a batch of texts out as one buffer and finds and hashes every word with a
-few array operations (a polynomial hash of its bytes, mixed). A chunk whose words are, in order, a run of its
-page's words is recognised by one lookup and one hash of the run (:func:`run_hashes`,
-:mod:`retrieval_lib.book.findings`): every shingle of it is then in the page, at those positions, and it is not
-shingled at all.
+few array operations (its bytes read eight at a time, masked, mixed). A chunk that is its page's cleaned text
+from a word on, bytes for bytes, is recognised by one lookup of its first shingle and one comparison of its bytes
+(:mod:`retrieval_lib.book.findings`): every shingle of it is then in the page, at those positions, and its words
+are neither hashed nor shingled.
 """
 
 from __future__ import annotations
@@ -29,8 +29,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SHINGLE", "clean", "clean_all", "words", "Words", "run_hashes", "position_shingles", "shingles_of",
-           "head_shingles", "keyed", "sort_order", "distinct", "found_in", "found_share"]
+__all__ = ["SHINGLE", "clean", "clean_all", "words", "words_at", "Words", "position_shingles",
+           "shingles_of", "head_shingles", "keyed", "sort_order", "distinct", "found_in", "found_share"]
 
 #: Words per shingle: long enough that a shared shingle is the same sentence, short enough for a short chunk.
 SHINGLE = 4
@@ -51,14 +51,11 @@ _SPACE = 32
 # odd 64-bit multipliers of a polynomial hash over word hashes, one per position in the shingle
 _MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
                  dtype=np.uint64)
-# a word's hash: sum of byte * BASE**position (mod 2**64), its length mixed in, then splitmix64's finaliser
-_BASE = np.uint64(0x100000001B3)
+# a word's hash: its bytes eight at a time (each block mixed in), its length mixed in first; splitmix64's finaliser
 _LENGTH = np.uint64(0x9E3779B97F4A7C15)
 _MIX1, _MIX2 = np.uint64(0xBF58476D1CE4E5B9), np.uint64(0x94D049BB133111EB)
-_INVERSE_BASE = np.uint64(pow(int(_BASE), -1, 1 << 64))
 #: The low ``k`` bytes of a 64-bit integer, ``k`` = 0..8.
 _MASKS = np.array([(1 << (8 * k)) - 1 for k in range(9)], dtype=np.uint64)
-_powers = _inverse_powers = np.ones(1, dtype=np.uint64)
 
 
 def clean(text: str | None) -> bytes:
@@ -116,35 +113,25 @@ def _marked(data: bytes, lengths: np.ndarray) -> np.ndarray:
     """The texts (indexes) of ``data`` (texts of ``lengths`` bytes joined by spaces) that :func:`_strip_marks` may
     change: those holding ``](``, ``<`` or ``://``, or a line that starts with ``import`` or ``export`` (its
     ``import`` pattern acts on nothing else). A few array operations over the bytes: a multi-byte ``in`` test reads
-    a text at about a nanosecond a character, four times over."""
+    a text at about a nanosecond a character, four times over. A byte the bytes do not hold at all (a one-byte
+    ``in``: a memchr) is not looked for."""
     b = np.frombuffer(data, dtype=np.uint8)
     if not b.size:
         return np.empty(0, dtype=np.int64)
     ends = np.cumsum(lengths + 1)  # past each text's space
     eight = np.ndarray((b.size,), dtype=np.uint64, buffer=data + bytes(8), strides=(1,))
-    found = [np.flatnonzero(b == _LT)]
+    found = [np.flatnonzero(b == _LT)] if b"<" in data else []
     for first, mark in ((_BRACKET, b"]("), (_COLON, b"://")):
-        at = np.flatnonzero(b == first)
-        found.append(at[eight[at] & _MASKS[len(mark)] == int.from_bytes(mark, "little")])
-    lines = np.concatenate((ends - lengths - 1, np.flatnonzero(b == _NEWLINE) + 1))
+        if mark[:1] in data:
+            at = np.flatnonzero(b == first)
+            found.append(at[eight[at] & _MASKS[len(mark)] == int.from_bytes(mark, "little")])
+    lines = ends - lengths - 1
+    if b"\n" in data:
+        lines = np.concatenate((lines, np.flatnonzero(b == _NEWLINE) + 1))
     lines = lines[lines < b.size]
     head = eight[lines] & _MASKS[6]
     found.append(lines[(head == _IMPORT_WORD) | (head == _EXPORT_WORD)])
     return np.unique(np.searchsorted(ends, np.concatenate(found), side="right"))
-
-
-def _power_tables(n: int) -> tuple[np.ndarray, np.ndarray]:
-    """``BASE ** k`` and ``BASE ** -k`` (mod 2**64) for ``k < n``, grown as needed and kept."""
-    global _powers, _inverse_powers
-    if _powers.size < n:
-        size = max(n, 2 * _powers.size, 1 << 16)
-        with np.errstate(over="ignore"):
-            table = np.full(size, _BASE, dtype=np.uint64)
-            table[0] = 1
-            _powers = np.cumprod(table, dtype=np.uint64)
-            table[1:] = _INVERSE_BASE
-            _inverse_powers = np.cumprod(table, dtype=np.uint64)
-    return _powers[:n], _inverse_powers[:n]
 
 
 @dataclass
@@ -154,6 +141,8 @@ class Words:
 
     hashes: np.ndarray
     count: np.ndarray
+    #: each word's first byte in the buffer the words were read from (:func:`words_at` only; else None)
+    starts: np.ndarray | None = None
 
     @property
     def first(self) -> np.ndarray:
@@ -177,11 +166,19 @@ def words(texts: Sequence[str | None] | Sequence[bytes], *, cleaned: bool = Fals
         joined = b" ".join(raw)
     else:
         joined, lengths = clean_all(texts)  # type: ignore[arg-type]
+    found = words_at(joined, lengths)
+    found.starts = None
+    return found
+
+
+def words_at(joined: bytes, lengths: np.ndarray) -> Words:
+    """:func:`words` of cleaned texts already laid out as one buffer: ``joined`` (texts of ``lengths`` bytes, one
+    space between two, as :func:`clean_all` makes it), with each word's first byte in it (:attr:`Words.starts`)."""
     n = len(lengths)
     offsets = np.cumsum(lengths + 1) - (lengths + 1)
     arr = np.frombuffer(joined, dtype=np.uint8)
     if not arr.size:
-        return Words(np.empty(0, dtype=np.uint64), np.zeros(n, dtype=np.int64))
+        return Words(np.empty(0, dtype=np.uint64), np.zeros(n, dtype=np.int64), np.empty(0, dtype=np.int64))
     letters = np.empty(arr.size + 2, dtype=bool)
     letters[0] = letters[-1] = False
     np.not_equal(arr, _SPACE, out=letters[1:-1])
@@ -189,7 +186,7 @@ def words(texts: Sequence[str | None] | Sequence[bytes], *, cleaned: bool = Fals
     starts = edges[0::2]
     count = np.searchsorted(starts, offsets + lengths) - np.searchsorted(starts, offsets)
     if not starts.size:
-        return Words(np.empty(0, dtype=np.uint64), count)
+        return Words(np.empty(0, dtype=np.uint64), count, starts)
     size = edges[1::2] - starts
     # element i: the 8 bytes from byte i on (overlapping, unaligned reads of the padded buffer)
     eight = np.ndarray((arr.size,), dtype=np.uint64, buffer=joined + bytes(8), strides=(1,))
@@ -200,7 +197,7 @@ def words(texts: Sequence[str | None] | Sequence[bytes], *, cleaned: bool = Fals
             rest = size[longer] - 8 * block
             h[longer] = _mix(h[longer] ^ (eight[starts[longer] + 8 * block] & _MASKS[np.minimum(rest, 8)]))
             longer, block = longer[rest > 8], block + 1
-    return Words(h, count)
+    return Words(h, count, starts)
 
 
 def _mix(h: np.ndarray) -> np.ndarray:
@@ -213,16 +210,6 @@ def _mix(h: np.ndarray) -> np.ndarray:
         h *= _MIX2
         h ^= np.right_shift(h, np.uint64(31), out=shifted)
     return h
-
-
-def run_hashes(hashes: np.ndarray, starts: np.ndarray, lengths: np.ndarray) -> np.ndarray:
-    """One 64-bit hash per run of word hashes ``hashes[starts[i]:starts[i] + lengths[i]]``, equal for equal runs
-    wherever they sit (``Σ h_j · BASE^j`` from the prefix sums)."""
-    powers, inverse = _power_tables(hashes.size + 1)
-    prefix = np.zeros(hashes.size + 1, dtype=np.uint64)
-    with np.errstate(over="ignore"):
-        np.cumsum(hashes * powers[:hashes.size], out=prefix[1:])
-        return (prefix[starts + lengths] - prefix[starts]) * inverse[starts]
 
 
 def _rolling(ids: np.ndarray, k: int) -> np.ndarray:

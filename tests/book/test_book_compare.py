@@ -48,6 +48,15 @@ def _expected(body: str, contents: list[str | None]) -> tuple[int, int, float]:
     return judged, stale, coverage
 
 
+def _page(path: str, body: str, *, with_bytes: bool = True) -> Page:
+    """A page as read_docs reads it (its cleaned bytes kept: chunks found whole by their bytes), or with its word
+    hashes only (every chunk then shingled): both must give the figures of the definitions."""
+    if with_bytes:
+        return Page.of_text(path, f"/docs/{path[:-3]}", path, body)
+    hashes = words([body]).hashes
+    return Page(path, f"/docs/{path[:-3]}", path, int(hashes.size), hashes)
+
+
 def _page_text(rng: random.Random, n: int) -> str:
     out = []
     for i in range(n):
@@ -83,15 +92,16 @@ def _chunks(rng: random.Random, body: str) -> list[str | None]:
     return out
 
 
+@pytest.mark.parametrize("with_bytes", [True, False], ids=["bytes", "hashes only"])
 @pytest.mark.parametrize("seed", range(40))
-def test_compare_pages_gives_the_figures_of_the_definitions(seed):
+def test_compare_pages_gives_the_figures_of_the_definitions(seed, with_bytes):
     rng = random.Random(seed)
     n_words = rng.choice([0, 1, 3, 4, 5, 30, 200, 900])
     body = _page_text(rng, n_words)
     if seed % 7 == 0:  # a page that repeats itself: a chunk's first shingle is found at several places
         body = body + "\n\n" + body
     contents = _chunks(rng, body)
-    page = Page("p.md", "/docs/p", "P", int(words([body]).hashes.size), words([body]).hashes)
+    page = _page("p.md", body, with_bytes=with_bytes)
     book = Book([page], "mem", "docusaurus", "/docs")
     chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents), [None] * len(contents),
                         contents, [None] * len(contents))
@@ -114,9 +124,8 @@ def test_pages_compared_in_batches_each_get_their_own_figures(batch_words, monke
     shared = _page_text(rng, 120)
     for k in range(25):
         body = rng.choice([shared, _page_text(rng, rng.choice([0, 2, 3, 4, 40, 300])), shared + " extra words"])
-        hashes = words([body]).hashes
         path = f"p{k}.md"
-        pages.append(Page(path, f"/docs/p{k}", path, int(hashes.size), hashes))
+        pages.append(_page(path, body, with_bytes=k % 5 != 0))  # a few pages without their bytes
         # chunks of this page, and of another page's text (found elsewhere in the book: stale here)
         contents = _chunks(rng, body) + [_page_text(rng, 30)]
         page_chunks[path] = list(range(len(all_contents), len(all_contents) + len(contents)))
@@ -139,8 +148,7 @@ def test_chunks_found_whole_and_shingled_give_the_same_figures():
     body = _page_text(rng, 500)
     whole = [body[i:i + 300] for i in range(0, len(body), 250)]
     marked = [c.replace(" ", " , ") for c in whole]
-    page = Page("p.md", "/docs/p", "P", int(words([body]).hashes.size), words([body]).hashes)
-    book = Book([page], "mem", "docusaurus", "/docs")
+    book = Book([_page("p.md", body)], "mem", "docusaurus", "/docs")
     figures = []
     for contents in (whole, marked):
         chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents),
@@ -149,6 +157,40 @@ def test_chunks_found_whole_and_shingled_give_the_same_figures():
         figures.append((c.judged, c.stale, round(c.coverage, 12)))
     assert figures[0] == figures[1] == (len(whole), 0, figures[0][2]) and figures[0][2] > 0.95
     assert np.isfinite(figures[0][2])
+
+
+def test_chunks_cut_at_words_are_found_whole_by_their_bytes(monkeypatch):
+    """Chunks cut from the page's text at word boundaries (with overlap, up to the page's end) are found whole by
+    their bytes, not shingled; the same chunks spaced otherwise, or edited, are not; the figures are those of the
+    definitions either way."""
+    found: list[int] = []
+    real = findings._found_whole
+
+    def spy(*args, **kw):
+        exact, begin, span = real(*args, **kw)
+        found.append(int(exact.sum()))
+        return exact, begin, span
+
+    monkeypatch.setattr(findings, "_found_whole", spy)
+    rng = random.Random(8)
+    body = _page_text(rng, 600)
+    cuts = [m.start() for m in __import__("re").finditer(r"(?<=\s)w", body)]  # where a word of the page starts
+    starts = cuts[::17]
+    cut = [body[a:b] for a, b in zip(starts, starts[2:] + [len(body)])]  # each overlapping the next
+    respaced = [" ".join(c.split()) if "  " in c or "\n" in c else c + "  " for c in cut]
+    edited = [c.replace(" w", " qq", 3) for c in cut]  # a few words edited: not whole, still not stale
+    book = Book([_page("p.md", body)], "mem", "docusaurus", "/docs")
+    for contents in (cut, respaced, edited):
+        found.clear()
+        chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents),
+                            [None] * len(contents), list(contents), [None] * len(contents))
+        c = compare_pages(book, BookMap([], {"p.md": list(range(len(contents)))}), chunks)[0]
+        assert (c.judged, c.stale) == _expected(body, contents)[:2]
+        assert c.coverage == pytest.approx(_expected(body, contents)[2], abs=1e-12)
+        if contents is cut:
+            assert found == [len(cut)] and c.stale == 0 and c.coverage > 0.99
+        elif contents is edited:
+            assert found == [0] and c.stale == 0
 
 
 def test_clean_all_gives_the_bytes_of_clean_text_by_text():
@@ -175,8 +217,7 @@ def test_a_page_that_repeats_itself_counts_each_shingle_once(repeats, cut):
     w = body.split()
     contents = {"first": [" ".join(w[:60])], "second": [" ".join(w[60:120])],
                 "overlapping": [" ".join(w[30:100]), " ".join(w[90:170])], "whole": [body]}[cut]
-    hashes = words([body]).hashes
-    book = Book([Page("p.md", "/docs/p", "P", int(hashes.size), hashes)], "mem", "docusaurus", "/docs")
+    book = Book([_page("p.md", body)], "mem", "docusaurus", "/docs")
     chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents), [None] * len(contents),
                         list(contents), [None] * len(contents))
     c = compare_pages(book, BookMap([], {"p.md": list(range(len(contents)))}), chunks)[0]

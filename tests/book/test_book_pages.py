@@ -166,9 +166,9 @@ def test_a_docs_folder_named_on_the_command_line_that_is_not_there_is_an_error(t
 @pytest.mark.parametrize("batch_chars", [1, 5_000])
 def test_pages_hashed_in_batches_read_as_pages_hashed_one_by_one(batch_chars, monkeypatch):
     """The words of several pages are hashed in one call (pages.BATCH_CHARS at a time): each page's words, count
-    and stock mark are those of its text alone."""
+    and stock mark (and cleaned text) are those of its text alone."""
     from retrieval_lib.book import pages as pages_module
-    from retrieval_lib.book.text import words
+    from retrieval_lib.book.text import clean, words
 
     whole = read_docs(SAMPLE_DOCS)
     monkeypatch.setattr(pages_module, "BATCH_CHARS", batch_chars)
@@ -179,3 +179,9 @@ def test_pages_hashed_in_batches_read_as_pages_hashed_one_by_one(batch_chars, mo
         text = (SAMPLE_DOCS / page.path).read_text(encoding="utf-8")
         body = text.split("\n---\n", 1)[1] if text.startswith("---\n") else text
         assert page.hashes.tolist() == words([body]).hashes.tolist(), page.path
+        # its cleaned text, and where each of its words starts in the buffer it shares with the pages read with it
+        # (a chunk is found whole by these bytes)
+        assert page.cleaned == clean(body), page.path
+        begin, end = page.text_span
+        assert all(begin <= s < end for s in page.word_starts.tolist())
+        assert [page.text_bytes[s:].split(b" ", 1)[0] for s in page.word_starts.tolist()] == page.cleaned.split()
