@@ -93,14 +93,16 @@ demo-http: sample
 # outputs. Many tests wait (a timeout, a retry's pause, a server or a kernel starting), so a worker beyond the cores
 # keeps them busy (on 2 cores, 3 workers: 7 min 38 s against 8 min 11 s for 2, the same CPU, one clone, 2026-11-27).
 # The package is byte-compiled first: the suite starts hundreds of Python processes (the CLI, kernels, the
-# service), and where PYTHONDONTWRITEBYTECODE is set none of them would keep its compiled modules. The tests
+# service), and where PYTHONDONTWRITEBYTECODE is set none of them would keep its compiled modules. The suite's command
+# line runs and notebook kernels, nbval's kernels here included (WARM_KERNEL=1), are forked from servers that imported
+# torch and sentence-transformers once (tests/warm_cli.py, tests/warm_kernel.py); `make nbval` starts them cold. The tests
 # marked slow (full runs) come first (tests/conftest.py), handed out 16 at most at a time, so both workers start
 # on them and neither ends the suite alone on one.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 test: sample
 	$(PY) -m compileall -q retrieval_lib
 	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --maxschedchunk 16
-	$(NBVAL)
+	WARM_KERNEL=1 $(NBVAL)
 
 # Characterisation tests that wait on the SDKs' own default timeouts and backoff (seconds each);
 # production always sets its own, so they stay out of the default run.

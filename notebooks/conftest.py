@@ -12,6 +12,11 @@ import shutil
 import tempfile
 from pathlib import Path
 
+if os.environ.get("WARM_KERNEL") == "1":  # `make test`: the kernels start warm, as the suite's (tests/warm_kernel.py)
+    from warm_kernel import install
+
+    install()
+
 
 def pytest_configure(config) -> None:
     worker = os.environ.get("PYTEST_XDIST_WORKER")

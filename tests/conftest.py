@@ -15,11 +15,15 @@ from typing import Any
 import pytest
 from corpus import DOCS, SAMPLE_COLLECTION, Book, fill_collection, make_payload
 from fakes.proxies import clear_proxies
+from warm_kernel import install as install_warm_kernel
 
 # The suite never reaches a model hub (the machine it runs on has no internet): a load that would try fails at
 # once, and every process the suite starts (the command line, kernels, servers) inherits the same switches.
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("TRANSFORMERS_OFFLINE", "1")
+# The suite's notebook kernels (papermill's, the command line's, nbval's) start warm (tests/warm_kernel.py);
+# WARM_KERNEL=0 starts them cold.
+install_warm_kernel()
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:

@@ -27,15 +27,12 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from warm_kernel import IMPORT_ENV
+
 _SERVER = Path(__file__).resolve().parent / "cli_zygote.py"
 _HEADER = struct.Struct("!I")
-#: Environment variables read when the preloaded libraries import (their caches, threads, CPU kernels, offline
-#: switches) or by the interpreter at start: a run whose values differ gets a server of its own.
-IMPORT_ENV = ("HF_", "HUGGINGFACE", "TRANSFORMERS", "SENTENCE_TRANSFORMERS", "TORCH", "ATEN_", "OMP_", "MKL_",
-              "KMP_", "OPENBLAS", "TOKENIZERS", "CUDA", "PYTHON", "LD_", "MPL", "XDG_", "HOME", "TMPDIR", "LANG",
-              "LC_", "TQDM")
-
-
+# IMPORT_ENV: the variables that change how the preloaded libraries import; a run whose values differ gets a server
+# of its own ...
 #: ... except these, which the forked child applies itself ...
 _APPLIED = {"PYTHONUNBUFFERED"}
 #: ... and those the imports set themselves (a server says which when it is ready): a test process that imported
