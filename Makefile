@@ -13,6 +13,8 @@ $(STAMP): requirements.txt pyproject.toml
 	test -x $(PY) || $(PYTHON) -m venv $(VENV)
 	$(PY) -m pip install --disable-pip-version-check -q -r requirements.txt
 	$(PY) -m ipykernel install --sys-prefix --name $(KERNEL) --display-name "Python (retrieval-lib)" >/dev/null
+	@# ranx's numba functions compiled once into its cache (about 45 s), not by every process that first needs them
+	$(PY) -c "from retrieval_lib.checks.statistics import compile_ranx; compile_ranx()"
 	touch $(STAMP)
 
 # Build (or bring up to date) the embedded sample collection; a no-op when nothing changed.

@@ -26,7 +26,8 @@ from dataclasses import dataclass
 
 from retrieval_lib.errors import ValidationError
 
-__all__ = ["wilson", "queries_for_width", "TESTS", "evaluate_per_query", "paired_p_values", "bootstrap_interval",
+__all__ = ["wilson", "queries_for_width", "TESTS", "evaluate_per_query", "paired_p_values", "compile_ranx",
+           "bootstrap_interval",
            "detectable_effect", "queries_needed", "KsShift", "ks_shift"]
 
 def wilson(successes: int, n: int, confidence: float = 0.95) -> tuple[float, float]:
@@ -55,11 +56,33 @@ def queries_for_width(share: float, target: float = 0.05, *, limit: int = 100_00
 TESTS = ("student", "fisher")
 
 
-def _ranx_run(run: Mapping[str, Mapping[str, float]], name: str):
-    from ranx import Run
+#: ranx compiles its numba functions for the longest document id it is given (a fixed-width string type), so
+#: every new longest id would compile them again (seconds): ids reach ranx as fixed-width numbers of this width.
+_ID_WIDTH = 12
 
-    # ranx cannot hold a query without results: an empty query keeps one document no qrels name (scores 0)
-    return Run({q: (dict(docs) or {"__no_result__": 0.0}) for q, docs in run.items()}, name=name)
+
+class _Ids:
+    """Document ids as ranx gets them: one fixed-width number per id, the same in the qrels and every run."""
+
+    def __init__(self) -> None:
+        self._ids: dict[str, str] = {}
+
+    def __call__(self, doc: str) -> str:
+        if doc not in self._ids:
+            self._ids[doc] = f"{len(self._ids):0{_ID_WIDTH}d}"
+        return self._ids[doc]
+
+    def qrels(self, qrels: Mapping[str, Mapping[str, int]]):
+        from ranx import Qrels
+
+        return Qrels({q: {self(d): g for d, g in docs.items()} for q, docs in qrels.items()})
+
+    def run(self, run: Mapping[str, Mapping[str, float]], name: str):
+        from ranx import Run
+
+        # ranx cannot hold a query without results: an empty query keeps one document no qrels name (scores 0)
+        return Run({q: ({self(d): s for d, s in docs.items()} or {self("\0no result"): 0.0})
+                    for q, docs in run.items()}, name=name)
 
 
 def evaluate_per_query(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str, Mapping[str, float]],
@@ -70,13 +93,14 @@ def evaluate_per_query(qrels: Mapping[str, Mapping[str, int]], run: Mapping[str,
     Raises:
         ValidationError: a metric name ranx does not know (e.g. ``ndcg@5``, ``mrr``, ``hit_rate@5``, ``recall@5``).
     """
-    from ranx import Qrels, evaluate
+    from ranx import evaluate
 
-    r = _ranx_run({q: run.get(q, {}) for q in qrels}, "run")
+    ids = _Ids()
+    judged, r = ids.qrels(qrels), ids.run({q: run.get(q, {}) for q in qrels}, "run")
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")  # numba's type-safety notes on ranx's own code
-            evaluate(Qrels({q: dict(d) for q, d in qrels.items()}), r, list(metrics), make_comparable=True)
+            evaluate(judged, r, list(metrics), make_comparable=True)
     except (KeyError, ValueError, AssertionError, NameError) as err:
         raise ValidationError(f"ranx cannot compute {list(metrics)}: {err}; use names like ndcg@5, mrr, "
                               "hit_rate@5, recall@5, precision@5", field="metric") from None
@@ -95,16 +119,35 @@ def paired_p_values(qrels: Mapping[str, Mapping[str, int]], baseline: Mapping[st
     """
     if test not in TESTS:
         raise ValidationError(f"test must be one of {TESTS} (got {test!r})", field="test")
-    from ranx import Qrels, compare
+    from ranx import compare
 
-    runs = [_ranx_run({q: baseline.get(q, {}) for q in qrels}, "baseline"),
-            _ranx_run({q: candidate.get(q, {}) for q in qrels}, "candidate")]
+    ids = _Ids()
+    judged = ids.qrels(qrels)
+    runs = [ids.run({q: baseline.get(q, {}) for q in qrels}, "baseline"),
+            ids.run({q: candidate.get(q, {}) for q in qrels}, "candidate")]
     with warnings.catch_warnings():
         warnings.simplefilter("ignore")  # scipy warns on a t-test of identical samples; that is p = 1 below
-        report = compare(Qrels({q: dict(d) for q, d in qrels.items()}), runs, list(metrics), stat_test=test,
+        report = compare(judged, runs, list(metrics), stat_test=test,
                          make_comparable=True, random_seed=seed)
     found = report.to_dict()["baseline"]["comparisons"]["candidate"]
     return {m: (1.0 if found[m] is None or math.isnan(float(found[m])) else float(found[m])) for m in metrics}
+
+
+def compile_ranx() -> None:
+    """Compile ranx's numba functions this module calls into numba's cache in the ranx package (``make setup``).
+
+    ranx compiles them on first use and caches the machine code (``cache=True``): about 45 s of CPU on 2 cores,
+    which every process that first evaluates a run would otherwise pay at once (a fresh machine's first notebook
+    14 or 15, and each worker of the test suite, in parallel before any has written the cache). Evaluates and
+    compares two small runs with the types the checks pass (string ids, float scores, integer grades), for the
+    metrics of :data:`~retrieval_lib.checks.comparison.compare.DEFAULT_METRICS` and every test of :data:`TESTS`."""
+    qrels = {"q1": {"a": 1}, "q2": {"b": 2}, "q3": {"c": 1}}
+    baseline = {"q1": {"a": 0.9, "x": 0.5}, "q2": {"y": 0.8, "b": 0.4}, "q3": {}}
+    candidate = {"q1": {"x": 0.9, "a": 0.5}, "q2": {"b": 0.8}, "q3": {"c": 0.7}}
+    metrics = ["ndcg@5", "mrr", "hit_rate@5", "recall@5", "precision@5"]
+    evaluate_per_query(qrels, candidate, metrics)
+    for test in TESTS:
+        paired_p_values(qrels, baseline, candidate, metrics, test=test)
 
 
 def bootstrap_interval(deltas: Sequence[float], *, confidence: float = 0.95, resamples: int = 2000,
