@@ -140,7 +140,8 @@ def compile_ranx() -> None:
     which every process that first evaluates a run would otherwise pay at once (a fresh machine's first notebook
     14 or 15, and each worker of the test suite, in parallel before any has written the cache). Evaluates and
     compares two small runs with the types the checks pass (string ids, float scores, integer grades), for the
-    metrics of :data:`~retrieval_lib.checks.comparison.compare.DEFAULT_METRICS` and every test of :data:`TESTS`."""
+    metrics of :data:`~retrieval_lib.checks.comparison.compare.DEFAULT_METRICS` plus recall and precision, and every
+    test of :data:`TESTS`; the ids reach ranx at one fixed width (:class:`_Ids`), so no run compiles them again."""
     qrels = {"q1": {"a": 1}, "q2": {"b": 2}, "q3": {"c": 1}}
     baseline = {"q1": {"a": 0.9, "x": 0.5}, "q2": {"y": 0.8, "b": 0.4}, "q3": {}}
     candidate = {"q1": {"x": 0.9, "a": 0.5}, "q2": {"b": 0.8}, "q3": {"c": 0.7}}
