@@ -182,16 +182,21 @@ def words_at(joined: bytes, lengths: np.ndarray) -> Words:
     letters = np.empty(arr.size + 2, dtype=bool)
     letters[0] = letters[-1] = False
     np.not_equal(arr, _SPACE, out=letters[1:-1])
-    edges = np.flatnonzero(letters[1:] != letters[:-1])  # a word starts at each even edge and ends at each odd one
-    starts = edges[0::2]
+    # a word starts at each edge of a row and ends at the row's other edge
+    edges = np.flatnonzero(letters[1:] != letters[:-1]).reshape(-1, 2)
+    starts = edges[:, 0]
     count = np.searchsorted(starts, offsets + lengths) - np.searchsorted(starts, offsets)
     if not starts.size:
         return Words(np.empty(0, dtype=np.uint64), count, starts)
-    size = edges[1::2] - starts
+    size = edges[:, 1] - starts
     # element i: the 8 bytes from byte i on (overlapping, unaligned reads of the padded buffer)
     eight = np.ndarray((arr.size,), dtype=np.uint64, buffer=joined + bytes(8), strides=(1,))
     with np.errstate(over="ignore"):
-        h = _mix(eight[starts] & _MASKS[np.minimum(size, 8)] ^ size.astype(np.uint64) * _LENGTH)
+        # in place where it can be: a new array a word costs about as much as the operation on it
+        h = eight[starts]
+        h &= _MASKS[np.minimum(size, 8)]
+        h ^= size.view(np.uint64) * _LENGTH  # sizes are positive: their bits are the same unsigned
+        h = _mix(h)
         longer, block = np.flatnonzero(size > 8), 1
         while longer.size:
             rest = size[longer] - 8 * block
