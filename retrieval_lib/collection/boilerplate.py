@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import re
 
-__all__ = ["PLACEHOLDER", "PLACEHOLDER_EXTRA_WORDS", "is_placeholder", "is_table_of_contents", "stock_page",
-           "WORD"]
+__all__ = ["HEADING", "HEADING_MAX_CHARS", "PLACEHOLDER", "PLACEHOLDER_EXTRA_WORDS", "is_placeholder",
+           "is_table_of_contents", "stock_page", "WORD"]
 
 #: A word: letters or digits, with inner apostrophes (``don't``), in any script.
 WORD = re.compile(r"[^\W_]+(?:['’][^\W_]+)*")
@@ -33,7 +33,15 @@ PLACEHOLDER = re.compile(
 #: A placeholder page may say a little more ("This chapter is coming soon, check back later") and still be one.
 PLACEHOLDER_EXTRA_WORDS = 12
 
-_HEADING_LINE = re.compile(r"^\s{0,3}#{1,6}\s.*$", re.M)
+#: The longest heading text read as a Markdown heading in a chunk's text, in characters. A chunker that folds
+#: whitespace (``" ".join(text.split())``, as several teams' do) leaves a heading and its whole section on one
+#: line: "## Setup Install the SDK first ..." is text, not a heading. (Headings are seldom half this long; a folded
+#: chunk this short is a fragment by its length anyway.)
+HEADING_MAX_CHARS = 120
+#: A Markdown (ATX) heading line of a chunk's text: its marks (group 1) and its text (group 2), at most
+#: :data:`HEADING_MAX_CHARS` long. The one rule for chunks read from a collection (fragments, placeholders, tables
+#: of contents, drafted questions); the ingest parses whole files with its own (``ingest.syntax``).
+HEADING = re.compile(rf"^ {{0,3}}(#{{1,6}})[ \t]+([^\n]{{1,{HEADING_MAX_CHARS}}}?)[ \t]*#*[ \t]*$", re.M)
 _TOC_TITLE = re.compile(r"^\s*(?:#{1,6}\s*)?(?:table\s+of\s+contents|contents|toc|[ií]ndice|inhaltsverzeichnis"
                         r"|inhalt|table\s+des\s+mati[eè]res|sommaire)\s*:?\s*$", re.I | re.M)
 _LIST_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -63,7 +71,7 @@ _STOCK: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 def is_placeholder(text: str, *, min_words: int = 0) -> bool:
     """True for a text with no real content yet: fewer than ``min_words`` words (headings aside), or little
     more than a placeholder marker ("Coming soon", "TODO", "Próximamente" ...; case-insensitive)."""
-    body = _HEADING_LINE.sub("", text or "")
+    body = HEADING.sub("", text or "")
     words = WORD.findall(body)
     if not words or len(words) < min_words:
         return True
@@ -77,7 +85,7 @@ def is_table_of_contents(text: str) -> bool:
     (60 % or more, 4 or more lines) list items that are links."""
     if _TOC_TITLE.search(text or ""):
         return True
-    lines = [ln for ln in (text or "").splitlines() if ln.strip() and not _HEADING_LINE.match(ln)]
+    lines = [ln for ln in (text or "").splitlines() if ln.strip() and not HEADING.match(ln)]
     links = sum(bool(_LIST_LINE.match(ln) and _LINK.search(ln)) for ln in lines)
     return links >= 4 and links >= 0.6 * len(lines)
 

@@ -32,7 +32,7 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from retrieval_lib.collection.boilerplate import WORD, is_placeholder, is_table_of_contents, stock_page
+from retrieval_lib.collection.boilerplate import HEADING, WORD, is_placeholder, is_table_of_contents, stock_page
 from retrieval_lib.drafting.language import is_generic_heading, normalise_heading
 from retrieval_lib.drafting.pages import Chunk, Page
 
@@ -41,7 +41,6 @@ __all__ = ["KnownItem", "Dropped", "draft_known_items", "draft_id"]
 #: A heading with fewer words than this under it in its chunk names a fragment, not an answer.
 MIN_BODY_WORDS = 25
 _LEAD_MIN, _LEAD_MAX = 6, 24
-_HEADING_LINES = re.compile(r"^\s{0,3}#{1,6}\s.*$", re.M)
 _SENTENCE = re.compile(r"(?<=[.!?])\s+(?=[A-ZÁÉÍÓÚÑÄÖÜ¿¡\"'(])")
 
 
@@ -87,11 +86,11 @@ def _body_words(chunk: Chunk, heading: str) -> int:
     for _, h, body in chunk.spans():
         if normalise_heading(h).lower() == want:
             return body
-    return _words(_HEADING_LINES.sub("", chunk.content))
+    return _words(HEADING.sub("", chunk.content))
 
 
 def _lead(chunk: Chunk) -> str | None:
-    body = _HEADING_LINES.sub("", chunk.content)
+    body = HEADING.sub("", chunk.content)
     body = re.sub(r"```.*?(```|$)", " ", body, flags=re.S)
     body = re.sub(r"[*_`>#|]+|\[([^\]]*)\]\([^)]*\)", r"\1", body)
     for para in (p.strip() for p in body.split("\n\n")):
@@ -216,7 +215,7 @@ def draft_known_items(pages: Sequence[Page], *, per_file: int) -> tuple[list[Kno
             continue
         n = 0
         if page.title:  # a title covers its page: the words of the chunk count, under any of its headings
-            chunk, body = max(((c, _words(_HEADING_LINES.sub("", c.content))) for c in page.chunks[:3]),
+            chunk, body = max(((c, _words(HEADING.sub("", c.content))) for c in page.chunks[:3]),
                               key=lambda cw: cw[1])
             n += consider(page, "title", page.title, chunk, body)
         headings = headings_of[page.key]

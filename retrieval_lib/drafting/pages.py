@@ -16,7 +16,7 @@ from typing import Any
 from urllib.parse import urlsplit
 
 from retrieval_lib.collection import held_fields
-from retrieval_lib.collection.boilerplate import WORD
+from retrieval_lib.collection.boilerplate import HEADING, WORD
 from retrieval_lib.drafting.language import normalise_heading
 from retrieval_lib.stores.scan import read_columns
 
@@ -24,7 +24,6 @@ __all__ = ["Chunk", "Page", "read_pages"]
 
 #: The roles drafting reads (those a collection holds), in one scroll.
 READ_ROLES = ("content", "source_file", "source_url", "title", "section_title", "chunk_sequence", "chunk_id")
-_HEADING = re.compile(r"^\s{0,3}(#{1,6})\s+(.+?)\s*#*\s*$", re.M)
 _FENCE = re.compile(r"^\s*(```|~~~)", re.M)
 
 
@@ -88,7 +87,7 @@ def heading_spans(text: str) -> list[tuple[int, str, int]]:
     def in_fence(pos: int) -> bool:
         return sum(f < pos for f in fenced) % 2 == 1
 
-    found = [m for m in _HEADING.finditer(text) if not in_fence(m.start())]
+    found = [m for m in HEADING.finditer(text) if not in_fence(m.start())]
     out = []
     for i, m in enumerate(found):
         end = found[i + 1].start() if i + 1 < len(found) else len(text)

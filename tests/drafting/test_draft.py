@@ -14,7 +14,7 @@ from fakes.embedders import FakeEmbedder, hashed_bag_of_words
 from qdrant_client import models
 
 from retrieval_lib.collection import CollectionView, PayloadRoles
-from retrieval_lib.collection.boilerplate import is_placeholder, is_table_of_contents, stock_page
+from retrieval_lib.collection.boilerplate import HEADING_MAX_CHARS, is_placeholder, is_table_of_contents, stock_page
 from retrieval_lib.drafting import draft_collection, write_draft
 from retrieval_lib.drafting.language import detect_language, is_generic_heading, normalise_heading
 from retrieval_lib.drafting.negatives import MIN_NEGATIVES, load_negatives
@@ -205,10 +205,23 @@ def test_a_redraft_never_overwrites_reviewed_or_rejected_entries(drafted, tmp_pa
     assert raw["negatives"][0]["query"] not in [n.query for n in golden.negatives]  # answerable: not a negative
 
 
+def test_a_book_whose_chunker_folds_whitespace_is_drafted_like_one_that_keeps_lines(emb):
+    # " ".join(text.split()), as several teams' chunkers do: "## Heading" and its whole section on one line
+    folded = [dict(r, text=" ".join(r["text"].split())) for r in _book()]
+    d = draft_collection(_collection(folded, emb), "book", emb, per_file=5)
+    # every real page still gets a query (its title); the boilerplate pages still none
+    assert {k.page for k in d.known} == {"docs/control/pid", "docs/control/mpc", "docs/sensing/lidar",
+                                         "docs/sensing/camera"}
+    assert {k.query for k in d.known if k.kind == "title"} >= {"PID Control", "Model Predictive Control"}
+    # a section on its heading's line is never asked as a heading
+    assert all(len(k.source_text) <= HEADING_MAX_CHARS for k in d.known)
+
+
 # --------------------------------------------------------------------------- the rules on their own
 
 def test_boilerplate_rules():
     assert is_placeholder("# Title\n\nComing soon!") and is_placeholder("## Próximamente")
+    assert not is_placeholder(f"## Control {BODY}")  # a section folded onto its heading's line is text
     assert not is_placeholder(BODY)
     assert is_table_of_contents("## Table of contents\n\n- a\n- b")
     assert is_table_of_contents("- [A](a)\n- [B](b)\n- [C](c)\n- [D](d)\nSee also.")

@@ -26,12 +26,12 @@ questions; its :class:`ChunkQuality` records the gates, figure and tables.
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.checks.gates import CHUNKS_FRAGMENT_WINS, CHUNKS_FRAGMENTS, CHUNKS_UNSEEN
+from retrieval_lib.collection.boilerplate import HEADING
 from retrieval_lib.ingest.chunking import SPECIAL_TOKENS
 from retrieval_lib.validation import number_in, whole_number
 from retrieval_lib.workbook.check import NotApplicable
@@ -46,7 +46,6 @@ __all__ = ["run", "ChunkQuality", "ChunkStudy", "FragmentWin", "measure_chunks"]
 #: The gates this check records.
 GATES = (CHUNKS_UNSEEN, CHUNKS_FRAGMENTS, CHUNKS_FRAGMENT_WINS)
 
-_HEADING_LINE = re.compile(r"^ {0,3}#{1,6}[ \t].*$", re.MULTILINE)
 
 
 @dataclass(frozen=True)
@@ -133,7 +132,7 @@ def measure_chunks(payloads: Sequence[dict[str, Any]], count_tokens: Callable[[s
         content = str(p.get("content") or "")
         read = count_tokens(f"{p.get('title') or ''}\n{content}") + special_tokens
         own = count_tokens(content)
-        headings = sum(count_tokens(m.group(0)) for m in _HEADING_LINE.finditer(content))
+        headings = sum(count_tokens(m.group(0)) for m in HEADING.finditer(content))
         heading_share = headings / own if own else 1.0
         study.chunks.append(ChunkLength(
             chunk_id=str(p.get("chunk_id") or p.get("_id")), source_file=str(p.get("source_file") or ""),

@@ -59,6 +59,17 @@ def test_fragments_are_short_chunks_or_mostly_heading() -> None:
     assert heading_heavy.content_tokens >= 20 and heading_heavy.heading_share > 0.5
 
 
+def test_a_section_folded_onto_its_headings_line_is_text_not_heading() -> None:
+    # a chunker that folds whitespace (" ".join(text.split())) leaves "## Joints The joint 0 rotates ..." on one line
+    folded = [dict(d, content=" ".join(d["content"].split()), chunk_id=f"{d['source_file']}#{d['id']}")
+              for d in HANDMADE]
+    study = chunks.measure_chunks(folded, default_count_tokens, WINDOW, min_tokens=20)
+    # the short chunk and the one that is mostly its heading still are fragments; the full sections are not,
+    # although their one line starts with "## "
+    assert [c.chunk_id for c in study.fragments] == ["a/page.md#2", "a/page.md#4"]
+    assert [c.heading_share for c in study.chunks if c.chunk_id in ("a/page.md#3", "a/page.md#5")] == [0, 0]
+
+
 def test_bad_sizes_are_refused_naming_the_field() -> None:
     with pytest.raises(ValidationError) as err:
         chunks.measure_chunks([], default_count_tokens, 1)
