@@ -62,8 +62,8 @@ from retrieval_lib.errors import ConfigurationError
 #: The workbook's version (the package re-exports it as ``__version__``).
 VERSION = "0.1.0"
 
-__all__ = ["VERSION", "PROJECT_ROOT", "Secret", "Settings", "load_settings", "secret_values", "redact_url",
-           "SECRET_VARIABLES", "PROVIDER_DEFAULTS", "resolve_run_dir"]
+__all__ = ["VERSION", "PROJECT_ROOT", "DOTENV_VARIABLE", "dotenv_file", "Secret", "Settings", "load_settings",
+           "secret_values", "redact_url", "SECRET_VARIABLES", "PROVIDER_DEFAULTS", "resolve_run_dir"]
 
 #: The project folder (where ``notebooks/``, ``params/`` and ``outputs/`` live).
 #: Derived from the package location so kernels started anywhere agree on it.
@@ -268,11 +268,27 @@ def _database_url(env: Mapping[str, str]) -> str | None:
     return raw
 
 
+#: The variable naming the ``.env`` file settings read: a run sets it for its notebooks' kernels, which start in the
+#: project folder, so that they read the file the command read.
+DOTENV_VARIABLE = "RETRIEVAL_LIB_DOTENV"
+
+
+def dotenv_file() -> Path:
+    """The ``.env`` file settings read (it may not exist): the one :data:`DOTENV_VARIABLE` names, else the one in the
+    working folder (as every tool that reads a ``.env`` does: a team runs the workbook from its own folder), else the
+    project's."""
+    named = os.environ.get(DOTENV_VARIABLE, "").strip()
+    if named:
+        return Path(named)
+    here = Path.cwd() / ".env"
+    return here if here.is_file() else PROJECT_ROOT / ".env"
+
+
 def _merged(env: Mapping[str, str] | None, dotenv_path: str | os.PathLike[str] | None) -> dict[str, str]:
     """The variables settings are read from: ``.env`` first, the environment (or ``env``) over it."""
     merged: dict[str, str] = {}
     if dotenv_path is None and env is None:
-        dotenv_path = PROJECT_ROOT / ".env"
+        dotenv_path = dotenv_file()
     if dotenv_path is not None and Path(dotenv_path).is_file():
         merged.update({k: v for k, v in dotenv_values(dotenv_path).items() if v is not None})
     merged.update(os.environ if env is None else env)
@@ -303,8 +319,8 @@ def load_settings(
 
     Args:
         env: variables to use instead of ``os.environ`` (tests pass a dict).
-        dotenv_path: a ``.env`` file to read; default ``<project>/.env`` when
-            ``env`` is not given. Values in ``env``/``os.environ`` win.
+        dotenv_path: a ``.env`` file to read; default :func:`dotenv_file` (the working folder's, else the
+            project's) when ``env`` is not given. Values in ``env``/``os.environ`` win.
 
     Returns:
         Settings for the chosen backends.

@@ -16,7 +16,7 @@ from pydantic import BaseModel, create_model
 from pydantic import ValidationError as PydanticError
 from pydantic.fields import FieldInfo
 
-from retrieval_lib.config import PROJECT_ROOT, Settings, load_settings, secret_values
+from retrieval_lib.config import PROJECT_ROOT, Settings, dotenv_file, load_settings, secret_values
 from retrieval_lib.errors import ParamsError
 from retrieval_lib.params._schema import (
     AtLeastOne,
@@ -212,7 +212,7 @@ class Profile:
     def settings(self) -> Settings:
         """The settings under this profile, as a run gives its notebooks: :meth:`environment` over the process's
         environment and ``.env``."""
-        return load_settings(env={**os.environ, **self.environment()}, dotenv_path=PROJECT_ROOT / ".env")
+        return load_settings(env={**os.environ, **self.environment()}, dotenv_path=dotenv_file())
 
     def with_defaults(self) -> dict[str, Any]:
         """Every notebook parameter: this profile's value where it names one, else the default profile's (what

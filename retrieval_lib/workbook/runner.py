@@ -31,7 +31,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from retrieval_lib.config import PROJECT_ROOT
+from retrieval_lib.config import DOTENV_VARIABLE, PROJECT_ROOT, dotenv_file
 from retrieval_lib.embedding.cache import cache_file, embedding_totals, prefetch_run
 from retrieval_lib.errors import ConfigurationError, RetrievalError, ValidationError
 from retrieval_lib.files import write_text_atomic
@@ -283,7 +283,10 @@ def run_workbook(
     if not selected:
         raise ConfigurationError(f"no notebooks found in {notebook_dir or NOTEBOOK_DIR}", option="--notebooks")
     loaded = load_profile(params_file, folder)
-    with _environment(loaded.environment()):
+    # the kernels start in the project folder: they read the .env this command read (the working folder's)
+    dotenv = dotenv_file()
+    read = {DOTENV_VARIABLE: str(dotenv.resolve())} if dotenv.is_file() else {}
+    with _environment({**loaded.environment(), **read}):
         return _run(loaded, selected, folder, out_dir, progress=progress, timeout_per_cell=timeout_per_cell,
                     prefetch=prefetch)
 

@@ -93,6 +93,26 @@ def test_os_environ_wins_over_dotenv_when_no_env_mapping_is_given(tmp_path, monk
     assert s.query_max_chars == 42  # only in .env: still read
 
 
+def test_the_dotenv_of_the_working_folder_is_read_else_the_projects(tmp_path, monkeypatch):
+    import retrieval_lib.config as config
+
+    team, project, named = tmp_path / "team", tmp_path / "project", tmp_path / "named"
+    for folder, name in ((team, "team_book"), (project, "project_book"), (named, "named_book")):
+        folder.mkdir()
+        write_env(folder, f"QDRANT_COLLECTION_NAME={name}\n")
+    for variable in ("QDRANT_COLLECTION_NAME", config.DOTENV_VARIABLE):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.setattr(config, "PROJECT_ROOT", project)
+    monkeypatch.chdir(team)  # a team runs the workbook from its own folder, with its own .env
+    assert load_settings().collection_name == "team_book"
+    monkeypatch.chdir(tmp_path)  # no .env here: the project's
+    assert load_settings().collection_name == "project_book"
+    monkeypatch.setenv(config.DOTENV_VARIABLE, str(named / ".env"))  # what a run gives its kernels
+    assert load_settings().collection_name == "named_book"
+    monkeypatch.chdir(team)
+    assert load_settings().collection_name == "named_book" and config.dotenv_file() == named / ".env"
+
+
 def test_missing_dotenv_file_is_not_an_error(tmp_path):
     assert load_settings(env={}, dotenv_path=tmp_path / "absent.env").collection_name == "physicalai"
 

@@ -154,6 +154,25 @@ def test_a_parameter_holding_a_key_kept_only_in_dotenv_is_refused(tmp_path, monk
     assert err.value.key == "threshold" and "qd-DOTENV-ONLY-5521" not in str(err.value)
 
 
+def test_a_run_from_a_teams_folder_gives_its_kernels_the_dotenv_there(tmp_path, monkeypatch):
+    # the kernels start in the project folder; they must read the .env of the folder the command ran in
+    import retrieval_lib.config as config
+
+    team, project = tmp_path / "team", tmp_path / "project"
+    team.mkdir(), project.mkdir()
+    (team / ".env").write_text("QDRANT_COLLECTION_NAME=team_book\n", encoding="utf-8")
+    (project / ".env").write_text("QDRANT_COLLECTION_NAME=project_book\n", encoding="utf-8")
+    monkeypatch.delenv("QDRANT_COLLECTION_NAME", raising=False)
+    monkeypatch.delenv(config.DOTENV_VARIABLE, raising=False)
+    monkeypatch.setattr(config, "PROJECT_ROOT", project)
+    monkeypatch.chdir(team)
+    result = run(tmp_path, "06")
+    assert result.exit_code == 0
+    findings = json.loads((result.run_dir / "metrics" / "06_settings.json").read_text())["findings"]
+    assert "collection team_book" in findings
+    assert config.DOTENV_VARIABLE not in os.environ  # set for the run only
+
+
 def test_unknown_notebook_selection_lists_the_notebooks():
     with pytest.raises(ValidationError, match="01_passes"):
         list_notebooks("99", FIXTURES)
