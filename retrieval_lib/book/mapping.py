@@ -115,6 +115,15 @@ class BookMap:
         """Sources per way of matching (``file path``, ``URL route`` ..., ``no page``)."""
         return dict(Counter(s.how for s in self.sources))
 
+    def how_matched(self) -> str:
+        """How the sources were matched to the book's pages, with counts, and the URL base path where URLs were
+        read: "24 by URL route, 6 match no page; URL base path /docs (given)"."""
+        counts = ", ".join(f"{n} {'matches' if n == 1 else 'match'} no page" if how == "no page" else f"{n} by {how}"
+                           for how, n in sorted(self.counts().items()))
+        if self.base_origin == "no URL source":
+            return counts
+        return f"{counts}; URL base path {self.base_path or '/'} ({self.base_origin})"
+
 
 def _page_keys(book: Book) -> dict[str, str]:
     keys: dict[str, str] = {}

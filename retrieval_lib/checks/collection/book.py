@@ -102,7 +102,7 @@ class BookStudy:
         if self.book is not None:
             out.append(f"{self.book.kind} book: {len(self.book.pages)} pages, route base {self.book.route_base}")
         if self.bmap is not None:
-            out.append(f"{len(self.chunks)} chunks from {len(self.bmap.sources)} sources: {_how_matched(self.bmap)}")
+            out.append(f"{len(self.chunks)} chunks from {len(self.bmap.sources)} sources: {self.bmap.how_matched()}")
         if self.retrieved is not None:
             r = self.retrieved
             out.append(f"{len(r.asked)} golden and extra questions asked of {r.retriever} (top {r.top_k}) for the "
@@ -289,9 +289,7 @@ class BookResult:
                 report.finding(f"unreadable page: {line}")
         report.metric("chunks", len(s.chunks), "chunks")
         if s.bmap is not None:
-            base = "" if s.bmap.base_origin == "no URL source" else (
-                f"; URL base path {s.bmap.base_path or '/'} ({s.bmap.base_origin})")
-            report.finding(f"{len(s.bmap.sources)} sources mapped onto the book: {_how_matched(s.bmap)}{base}.")
+            report.finding(f"{len(s.bmap.sources)} sources mapped onto the book: {s.bmap.how_matched()}.")
         for name in LISTS:
             if name in s.problems:
                 _GATE[name].not_applicable(report, s.problems[name])
@@ -384,10 +382,3 @@ def _named(items: Any) -> str:
     items = list(items)
     more = f"; and {len(items) - _NAMED} more (table)" if len(items) > _NAMED else ""
     return "; ".join(items[:_NAMED]) + more + "."
-
-
-def _how_matched(bmap: bk.BookMap) -> str:
-    """How the collection's sources were matched to the book's pages, with counts: "24 by URL route, 6 match no
-    page"."""
-    return ", ".join(f"{n} match no page" if how == "no page" else f"{n} by {how}"
-                     for how, n in sorted(bmap.counts().items()))

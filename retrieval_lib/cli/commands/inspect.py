@@ -159,6 +159,7 @@ def book_mapping(view: Any, collection: str, book: str) -> dict[str, Any]:
     bmap = map_sources(pages, read_chunks(view, collection))
     return {"book": pages.kind, "pages": len(pages.pages), "route_base": pages.route_base,
             "base_path": bmap.base_path, "base_origin": bmap.base_origin, "counts": bmap.counts(),
+            "how_matched": bmap.how_matched(),
             "problem": bmap.problem, "unreadable_pages": pages.problems,
             "pages_without_chunks": len(pages.pages) - len(bmap.page_chunks),
             "sources": [{"source": m.source, "chunks": m.chunks, "page": m.page, "how": m.how, "hint": m.hint}
@@ -167,13 +168,14 @@ def book_mapping(view: Any, collection: str, book: str) -> dict[str, Any]:
 
 def book_lines(m: dict[str, Any]) -> list[str]:
     """The mapping onto the book as a person reads it."""
-    counts = ", ".join(f"{n} by {how}" for how, n in sorted(m["counts"].items()))
+    without = m["pages_without_chunks"]
     out = ["", f"the book ({m['book']}, {m['pages']} pages, route base {m['route_base']}): {len(m['sources'])} "
-               f"sources mapped: {counts}; URL base path {m['base_path'] or '(none)'} ({m['base_origin']}); "
-               f"{m['pages_without_chunks']} pages without a chunk"]
+               f"sources mapped: {m['how_matched']}; {without} {'page' if without == 1 else 'pages'} without a chunk"]
     if m["problem"]:
         out.append(f"  problem: {m['problem']}")
     out += [f"  unreadable page: {line}" for line in m["unreadable_pages"]]
+    # the sources that match no page first: they are what a person looks for
+    rows = sorted(m["sources"], key=lambda row: row["page"] is not None)
     out += [f"  {row['how']:24} {row['source']} -> {row['page'] or '(no page)'}"
-            + (f"  ({row['hint']})" if row["hint"] else "") for row in m["sources"][:200]]
+            + (f"  ({row['hint']})" if row["hint"] else "") for row in rows[:200]]
     return out

@@ -236,8 +236,13 @@ def test_inspect_book_says_how_each_source_was_matched_with_counts(ours):
     store, root = ours
     found = book_mapping(CollectionView(store), "ours", str(_book_now(root / "inspect")))
     assert found["counts"] == {"file path": 6, "no page": 1} and found["pages_without_chunks"] == 1
-    text = "\n".join(book_lines(found))
+    lines = book_lines(found)
+    text = "\n".join(lines)
     assert "6 by file path" in text and f"no page                  {DELETED} -> (no page)" in text
+    # read as a sentence: the one unmatched source "matches no page", one page, no URL base path for file paths
+    assert "6 by file path, 1 matches no page; 1 page without a chunk" in lines[1]
+    assert "URL base path" not in text
+    assert lines[2].startswith("  no page")  # the sources that match no page come first
     assert book_keys(None) == {"book_docs": "", "book_sitemap": ""}
     assert book_keys("site/sitemap.xml") == {"book_docs": "", "book_sitemap": "site/sitemap.xml"}
 
