@@ -20,11 +20,19 @@ from retrieval_lib.book.findings import (
     missing_pages,
     thin_pages,
 )
-from retrieval_lib.book.mapping import FIELDS, BookChunks, BookMap, SourceMatch, map_sources, read_chunks
+from retrieval_lib.book.mapping import (
+    FIELDS,
+    URL_FROM_FILE,
+    BookChunks,
+    BookMap,
+    SourceMatch,
+    map_sources,
+    read_chunks,
+)
 from retrieval_lib.book.pages import SAMPLE_DOCS, Book, Page, read_docs, read_sitemap, resolve_docs
 from retrieval_lib.book.routes import docusaurus_route, mkdocs_route
 
 __all__ = ["Book", "Page", "read_docs", "read_sitemap", "resolve_docs", "SAMPLE_DOCS", "docusaurus_route",
            "mkdocs_route", "FIELDS", "BookChunks", "BookMap", "SourceMatch", "read_chunks", "map_sources",
            "FOUND_SHARE", "PageComparison", "compare_pages", "missing_pages", "gone_sources", "changed_pages",
-           "thin_pages"]
+           "thin_pages", "URL_FROM_FILE"]

@@ -21,14 +21,15 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from retrieval_lib.book.pages import Book
-from retrieval_lib.book.routes import strip_number_prefix
+from retrieval_lib.book.routes import docusaurus_route, strip_number_prefix
+from retrieval_lib.errors import ValidationError
 from retrieval_lib.stores.scan import collector_paused
 
-__all__ = ["BookChunks", "SourceMatch", "BookMap", "read_chunks", "map_sources", "FIELDS"]
+__all__ = ["BookChunks", "SourceMatch", "BookMap", "read_chunks", "map_sources", "FIELDS", "URL_FROM_FILE"]
 
 #: The roles the book check reads, in one scroll.
 FIELDS = ("source_file", "source_url", "content", "chunk_sequence")
@@ -125,16 +126,54 @@ class BookMap:
         return f"{counts}; URL base path {self.base_path or '/'} ({self.base_origin})"
 
 
+#: How a URL source that names its page by the page's file (number prefixes kept, or front matter ``id``/``slug``
+#: ignored) is matched: the page is found, but the site does not serve that URL.
+URL_FROM_FILE = "URL from the file path"
+
+
+class _Hit(NamedTuple):
+    """A source's page: the page, the path before the part that matched, whether the source is a URL, whether its
+    number prefixes were dropped to match, and whether the site serves that URL (a file path: True)."""
+
+    page: str
+    prefix: str
+    url: bool
+    stripped: bool
+    served: bool
+
+
+def _tail(route: str, base: str) -> str:
+    """``route`` (no leading or trailing slash) less the route base path ``base`` it starts with."""
+    return route[len(base):].strip("/") if base and (route == base or route.startswith(base + "/")) else route
+
+
 def _page_keys(book: Book) -> dict[str, str]:
     keys: dict[str, str] = {}
     base = book.route_base.strip("/")
     for page in book.pages:
-        route = page.route.strip("/")
-        tail = route[len(base):].strip("/") if base and (route == base or route.startswith(base + "/")) else route
         stem = page.path.rsplit(".", 1)[0] if page.path.endswith((".md", ".mdx")) else page.path.strip("/")
-        for key in (page.path.strip("/"), stem, tail):
+        for key in (page.path.strip("/"), stem, _tail(page.route.strip("/"), base)):
             keys.setdefault(key, page.path)
             keys.setdefault(key.lower(), page.path)
+    return keys
+
+
+def _moved_keys(book: Book) -> dict[str, str]:
+    """Route tail -> page, for the Docusaurus pages whose front matter (``id``, ``slug``) gives them another route
+    than their file path would: a team that builds its URLs from file paths links there, where the site serves
+    nothing."""
+    if book.kind != "docusaurus":
+        return {}
+    base = book.route_base.strip("/")
+    keys: dict[str, str] = {}
+    for page in book.pages:
+        try:
+            own = docusaurus_route(page.path, {}, book.route_base).strip("/")
+        except ValidationError:
+            continue
+        if own != page.route.strip("/"):
+            keys.setdefault(_tail(own, base), page.path)
+            keys.setdefault(_tail(own, base).lower(), page.path)
     return keys
 
 
@@ -150,13 +189,13 @@ def _segments(value: str) -> tuple[list[str], bool]:
     return segs, is_url
 
 
-def _tail_match(segs: list[str], keys: dict[str, str]) -> tuple[str, str] | None:
-    """(page, prefix) for the longest end of ``segs`` that is a page key (non-empty), else None."""
+def _tail_match(segs: list[str], keys: dict[str, str]) -> tuple[str, str, str] | None:
+    """(page, prefix, the end matched) for the longest end of ``segs`` that is a page key (non-empty), else None."""
     for i in range(len(segs)):
         tail = "/".join(segs[i:])
         page = keys.get(tail) or keys.get(tail.lower())
         if page is not None:
-            return page, "/".join(segs[:i])
+            return page, "/".join(segs[:i]), tail
     return None
 
 
@@ -199,9 +238,13 @@ def _map_sources(book: Book, chunks: BookChunks, base_url: str | None, route_bas
         problem = (f"book_base_url {site} matches none of the collection's {len(url_sources)} source URLs (they "
                    f"look like {url_sources[0]}); set it to the address they start with, or leave it empty")
 
-    raw: dict[str, tuple[str, str, bool, bool] | None] = {}
+    # a page's route under the route base: what a URL that the site serves ends with
+    book_base = book.route_base.strip("/")
+    served_tail = {page.path: _tail(page.route.strip("/"), book_base).lower() for page in book.pages}
+    moved_keys = _moved_keys(book)
+    raw: dict[str, _Hit | None] = {}
     for label, idx in by_source.items():
-        found: tuple[str, str, bool, bool] | None = None
+        found: _Hit | None = None
         for value in (chunks.source_file[idx[0]], chunks.source_url[idx[0]]):
             if not value or (site and "://" in value and not value.startswith(site)):
                 continue
@@ -212,12 +255,15 @@ def _map_sources(book: Book, chunks: BookChunks, base_url: str | None, route_bas
             if hit is None and is_url:
                 # a team that built its URLs from file names (01-intro) against a book read as routes (a sitemap)
                 hit, stripped = _tail_match([strip_number_prefix(s) for s in segs], keys), True
+            if hit is None and is_url:
+                # ... or from file paths as Docusaurus reads them, but without the front matter that moves the page
+                hit, stripped = _tail_match(segs, moved_keys), False
             if hit is not None:
-                found = (hit[0], hit[1], is_url, stripped)
+                found = _Hit(hit[0], hit[1], is_url, stripped, not is_url or hit[2].lower() == served_tail[hit[0]])
                 break
         raw[label] = found
 
-    prefixes = Counter(hit[1] for hit in raw.values() if hit is not None and hit[2])
+    prefixes = Counter(hit.prefix for hit in raw.values() if hit is not None and hit.url)
     if given_base is not None:
         base, origin = given_base, "given"
     elif prefixes:
@@ -227,18 +273,25 @@ def _map_sources(book: Book, chunks: BookChunks, base_url: str | None, route_bas
         base, origin = "", "no URL source"
 
     root_page = keys.get("")
+    routes = {page.path: page.route for page in book.pages}
     sources: list[SourceMatch] = []
     page_chunks: dict[str, list[int]] = {}
     page_of: dict[str | None, str] = {}
     for label, idx in by_source.items():
         got = raw[label]
         page, how, hint = None, "no page", ""
-        if got is not None and (not got[2] or got[1] == base):
-            page = got[0]
-            how = ("URL route, number prefixes dropped" if got[3] else "URL route") if got[2] else (
-                "file path" if not got[1] else "file path under a prefix")
+        if got is not None and (not got.url or got.prefix == base):
+            page = got.page
+            if not got.url:
+                how = "file path" if not got.prefix else "file path under a prefix"
+            elif got.stripped:
+                how = "URL route, number prefixes dropped"
+            elif got.served:
+                how = "URL route"
+            else:  # the URL names the page by its file, at a route the site does not serve
+                how, hint = URL_FROM_FILE, f"not a route of the site, which serves the page at {routes[page]}"
         elif got is not None:
-            hint = f"names {got[0]} under /{got[1]}, not the base path /{base}"
+            hint = f"names {got.page} under /{got.prefix}, not the base path /{base}"
         elif root_page is not None and "://" in label and "/".join(_segments(label)[0]) == base:
             page, how = root_page, "URL route"
         if page is not None:

@@ -6,7 +6,7 @@ from pathlib import Path
 
 import pytest
 
-from retrieval_lib.book import BookChunks, map_sources, read_docs
+from retrieval_lib.book import URL_FROM_FILE, BookChunks, map_sources, read_docs
 
 
 @pytest.fixture(scope="module")
@@ -63,9 +63,29 @@ def test_urls_built_from_file_names_map_too_and_another_base_path_is_not_matched
     urls = ["https://x.example/docs/01-basics/02-nodes", "https://x.example/docs/guide/setup",
             "https://x.example/blog/guide/setup"]
     m = map_sources(book, chunks(urls=urls))
-    got = {s.source: (s.page, s.hint) for s in m.sources}
-    assert got[urls[0]] == ("01-basics/02-nodes.md", "") and got[urls[1]][0] == "guide/setup.md"
-    assert got[urls[2]][0] is None and "under /blog" in got[urls[2]][1]
+    got = {s.source: (s.page, s.how, s.hint) for s in m.sources}
+    # their pages are found, and said to be at other routes: the site serves neither URL (a chatbot citing them
+    # links to nothing)
+    assert got[urls[0]] == ("01-basics/02-nodes.md", URL_FROM_FILE,
+                            "not a route of the site, which serves the page at /docs/basics/nodes")
+    assert got[urls[1]] == ("guide/setup.md", URL_FROM_FILE,
+                            "not a route of the site, which serves the page at /docs/guide/install")
+    assert got[urls[2]][0] is None and "under /blog" in got[urls[2]][2]
+
+
+def test_urls_built_from_file_paths_without_the_front_matter_find_their_page_at_another_route(site):
+    # Docusaurus drops the number prefixes, as the team did, but its front matter's slug and id move the page:
+    # the pages were ingested (never "missing"), their chunks are not "gone", and the URLs are not the site's
+    book = read_docs(site)
+    urls = ["https://x.example/docs/basics/topics", "https://x.example/docs/basics/messages",
+            "https://x.example/docs/basics/removed"]
+    m = map_sources(book, chunks(urls=urls))
+    got = {s.source: (s.page, s.how, s.hint) for s in m.sources}
+    assert got[urls[0]] == ("01-basics/03-topics.mdx", URL_FROM_FILE,
+                            "not a route of the site, which serves the page at /docs/basics/messages")
+    assert got[urls[1]] == ("01-basics/03-topics.mdx", "URL route", "")
+    assert got[urls[2]] == (None, "no page", "")
+    assert m.base_path == "/docs" and [s.source for s in m.unmatched] == [urls[2]]
 
 
 def test_a_given_base_url_that_matches_no_source_is_a_problem_not_a_list_of_gone_pages(site):

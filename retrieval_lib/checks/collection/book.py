@@ -290,6 +290,12 @@ class BookResult:
         report.metric("chunks", len(s.chunks), "chunks")
         if s.bmap is not None:
             report.finding(f"{len(s.bmap.sources)} sources mapped onto the book: {s.bmap.how_matched()}.")
+            unserved = [m for m in s.bmap.sources if m.how == bk.URL_FROM_FILE]
+            if unserved and s.book is not None:
+                routes = {page.path: page.route for page in s.book.pages}
+                report.finding(f"{len(unserved)} source URLs name their page by its file, at a route the site does "
+                               "not serve (a chatbot citing them links to nothing): " + _named(
+                                   f"{m.source} (the page is at {routes.get(m.page or '')})" for m in unserved))
         for name in LISTS:
             if name in s.problems:
                 _GATE[name].not_applicable(report, s.problems[name])
@@ -337,7 +343,8 @@ class BookResult:
             report.finding("Sources gone from the book: " + _named(
                 f"{row['source']} ({row['chunks']} chunks" + (f"; retrieved by {len(row['retrieved_by'])} "
                                                                f"questions, e.g. {row['retrieved_by'][0]!r}"
-                                                               if row["retrieved_by"] else "") + ")"
+                                                               if row["retrieved_by"] else "")
+                + (f"; {row['hint']}" if row["hint"] else "") + ")"
                 for row in rows))
 
     def _changed(self, report: NotebookReport, rows: list[dict[str, Any]]) -> None:
