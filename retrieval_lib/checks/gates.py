@@ -52,7 +52,8 @@ SCORES_THRESHOLD = GateDef(
 # ---------------------------------------------------------------- 03 source coverage
 COVERAGE_REACHABLE = GateDef(
     "coverage.reachable", "every source file is reachable by a query", ("source_coverage",),
-    "each file appears in some query's top-k (seed 000 SC-003)",
+    "each file appears in some query's top-k (seed 000 SC-003); each file is asked its headings, else its title, "
+    "else its file name",
     "stub or duplicate pages, or a file whose text the model cannot tell apart; the notebook lists unreachable files "
     "and where their headings went", parameter="min_reachable_share")
 COVERAGE_TOPIC = GateDef(

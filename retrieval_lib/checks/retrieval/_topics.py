@@ -25,12 +25,22 @@ from retrieval_lib.params import TopicSet
 if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport
 
-__all__ = ["prefix_hits", "TopicLanding", "TopicStudy", "measure"]
+__all__ = ["under_prefix", "prefix_hits", "TopicLanding", "TopicStudy", "measure"]
+
+
+def under_prefix(path: str | None, prefix: str) -> bool:
+    """Whether a source file (or a URL's path) is under ``prefix``: it starts with it, or holds it after folders of
+    its own (``docs/module-02/x.md``, ``/home/me/site/docs/module-02/x.md`` are under ``module-02/``: a team's
+    ingest keeps its own folders in front). A leading ``/`` counts on neither side. The one rule."""
+    if not path or not prefix.strip("/"):
+        return False
+    path, prefix = path.lstrip("/"), prefix.lstrip("/")
+    return path.startswith(prefix) or f"/{prefix}" in path
 
 
 def prefix_hits(response: SearchResponse, prefix: str) -> int:
-    """How many results' ``source_file``, or ``source_url`` path, starts with ``prefix``: the one rule."""
-    return sum((r.source_file or "").startswith(prefix) or urlsplit(r.source_url or "").path.startswith(prefix)
+    """How many results' ``source_file``, or ``source_url`` path, is under ``prefix`` (:func:`under_prefix`)."""
+    return sum(under_prefix(r.source_file, prefix) or under_prefix(urlsplit(r.source_url or "").path, prefix)
                for r in response.results)
 
 
@@ -44,7 +54,7 @@ class TopicLanding:
     response: SearchResponse
     hits: int
     results: int
-    known_prefix: bool  # some source file of the collection starts with the prefix
+    known_prefix: bool  # some source file of the collection is under the prefix
 
     @property
     def share(self) -> float:
@@ -77,7 +87,7 @@ class TopicStudy:
             fill = {"topic": repr(t.topic), "prefix": t.prefix}
             if not t.known_prefix and not t.hits:
                 COVERAGE_TOPIC.not_applicable(
-                    report, f"no source file of this collection starts with {t.prefix!r}: the topic query and its "
+                    report, f"no source file of this collection is under {t.prefix!r}: the topic query and its "
                             "module describe another book (set primary_query and primary_prefix for this one, or "
                             "draft topics: python -m retrieval_lib draft)", fill=fill, item=t.topic,
                     parameter="primary_prefix")
@@ -131,7 +141,6 @@ def measure(retriever: Any, topics: TopicSet, *, top_k: int) -> TopicStudy:
     responses = retriever.search_many([t.topic for t in topics.topics], top_k=top_k)
     files = list(retriever.store.distinct_values(retriever.collection, "source_file"))
     landings = [TopicLanding(t.topic, t.expected_prefix, t.origin, r, prefix_hits(r, t.expected_prefix),
-                             len(r.results), any(f.startswith((t.expected_prefix, t.expected_prefix.lstrip("/")))
-                                                 for f in files))
+                             len(r.results), any(under_prefix(f, t.expected_prefix) for f in files))
                 for t, r in zip(topics.topics, responses)]
     return TopicStudy(topics, landings, top_k)

@@ -29,6 +29,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from retrieval_lib.book.routes import strip_number_prefix
 from retrieval_lib.checks.gates import COVERAGE_REACHABLE, COVERAGE_TOPIC, COVERAGE_TOPICS
 from retrieval_lib.checks.retrieval import _topics
 from retrieval_lib.errors import ValidationError
@@ -116,7 +117,9 @@ def heading_queries(source: SourceFile, limit: int) -> list[str]:
     Headings are taken in ``chunk_sequence`` order; a heading equal to the
     document title (case and spacing aside) is skipped, since the title is
     usually the first section's heading too. A file whose only heading is its
-    title gets the title as its one query, so every file is asked for.
+    title gets the title as its one query, and a file with neither (a
+    collection that stores no title or heading) its name, so every file is
+    asked for: ``docs/01-ros2/02-nodes-and-topics.md`` asks "nodes and topics".
 
     Raises:
         ValidationError: ``limit`` below 1.
@@ -126,9 +129,17 @@ def heading_queries(source: SourceFile, limit: int) -> list[str]:
     title = _norm(source.title)
     chosen = [h for h in source.headings if _norm(h) != title][:limit]
     if not chosen:
-        fallback = source.title or (source.headings[0] if source.headings else "")
+        fallback = source.title or (source.headings[0] if source.headings else "") or file_name_query(source.path)
         chosen = [fallback] if fallback else []
     return chosen
+
+
+def file_name_query(path: str) -> str:
+    """A file's name as a question: its path's last part, its number prefix and extension dropped, ``-`` and ``_``
+    read as spaces (``docs/01-ros2/02-nodes-and-topics.md`` -> "nodes and topics"; a URL's path alike)."""
+    name = path.rstrip("/").rsplit("/", 1)[-1]
+    stem = name.rsplit(".", 1)[0] if name.lower().endswith((".md", ".mdx", ".html", ".htm", ".txt", ".rst")) else name
+    return " ".join(strip_number_prefix(stem).replace("_", " ").replace("-", " ").split())
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from retrieval_lib import Retriever, VectorStore
-from retrieval_lib.checks.retrieval._topics import prefix_hits
+from retrieval_lib.checks.retrieval._topics import prefix_hits, under_prefix
 from retrieval_lib.checks.retrieval.source_coverage import (
     CoverageQuery,
     SourceFile,
@@ -72,6 +72,10 @@ def test_heading_queries_skip_the_title_and_respect_the_limit():
     assert heading_queries(source, 10) == ["Worlds", "Plugins", "Sensors"]
     only_title = SourceFile("m/y.md", "Glossary", 1, ("Glossary",))
     assert heading_queries(only_title, 6) == ["Glossary"]
+    # a collection that stores neither titles nor headings (text, url, chunk_id): the file's name is asked, so the
+    # file is judged by a question rather than failed for one nobody asked
+    for path in ("docs/01-ros2/02-nodes-and-topics.md", "https://book.example/docs/ros2/nodes_and_topics/"):
+        assert heading_queries(SourceFile(path, "", 3, ()), 2) == ["nodes and topics"]
     with pytest.raises(ValueError):
         heading_queries(source, 0)
 
@@ -139,3 +143,15 @@ def test_prefix_hits_counts_results_in_the_module(retriever):
     assert prefix_hits(response, "nowhere/") == 0
     empty = retriever.search("Gazebo", similarity_threshold=0.999)
     assert prefix_hits(empty, "module-02-simulation/") == 0
+
+
+def test_a_source_under_the_teams_own_folders_is_under_the_prefix():
+    # a team's ingest keeps its folders in front of the book's: docs/..., an absolute path, a URL's path
+    for path in ("module-02-simulation/01-why.md", "docs/module-02-simulation/01-why.md",
+                 "/home/me/site/docs/module-02-simulation/01-why.md", "/docs/module-02-simulation/why"):
+        assert under_prefix(path, "module-02-simulation/"), path
+    assert under_prefix("/docs/m2/x", "/docs/m2/") and under_prefix("docs/m2/x", "/docs/m2/")
+    # a folder named alike, or the prefix inside a name, is not under it; nor is anything under an empty prefix
+    for path in ("docs/old-module-02-simulation/x.md", "module-02-simulation.md", "", None):
+        assert not under_prefix(path, "module-02-simulation/"), path
+    assert not under_prefix("docs/x.md", "")
