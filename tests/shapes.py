@@ -26,7 +26,7 @@ def _url(doc: dict[str, Any]) -> str:
 
 def cohere_int_text_url(f: int, i: int, text: str, doc: dict[str, Any]) -> tuple[Any, dict[str, Any]]:
     """#1: int counter ids; ``text``, ``url``, ``chunk_id`` meaning the index within the page."""
-    return f * 100 + i, {"text": text, "url": _url(doc), "chunk_id": i}
+    return f * 100 + i, {"text": text, "url": _url(doc), "chunk_id": doc.get("chunk_sequence", 0)}
 
 
 def minilm_uuid5_nested(f: int, i: int, text: str, doc: dict[str, Any]) -> tuple[Any, dict[str, Any]]:

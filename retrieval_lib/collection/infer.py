@@ -159,6 +159,11 @@ def _a_tag(s: KeyStats) -> bool:
     return s.filled >= 20 and len(s.distinct) <= max(2, s.filled // 20)
 
 
+def _unique(s: KeyStats) -> bool:
+    """Whether a key's values are distinct over the points that hold one (as far as they are kept: 1,000)."""
+    return len(s.distinct) >= min(s.filled, 1000)
+
+
 def _typed_ok(role: str, s: KeyStats) -> bool:
     t = s.main_type
     if role in INT_ROLES:
@@ -178,10 +183,11 @@ def infer_roles(payloads: Iterable[Mapping[str, Any] | None]) -> PayloadRoles:
     def pct(s: KeyStats) -> str:
         return f"{s.fill_rate(points):.0%} filled"
 
-    # a key named as the role itself is that role (our own schema, and pipelines that copied it)
+    # a key named as the role itself is that role (our own schema, and pipelines that copied it); a `chunk_id`
+    # whose values repeat is not an id (below)
     for role in CANDIDATES:
         s = stats.get(role)
-        if s is not None and s.filled:
+        if s is not None and s.filled and (role != "chunk_id" or _unique(s)):
             fields[role] = (role,)
             used.add(role)
             evidence[role] = f"`{role}`: the role's own name, {s.main_type}, {pct(s)}"
@@ -257,6 +263,14 @@ def infer_roles(payloads: Iterable[Mapping[str, Any] | None]) -> PayloadRoles:
             used.add(found[0])
             evidence["chunk_sequence"] = f"`{found[0]}`: small integers, the chunk's position ({pct(stats[found[0]])})"
             continue
+        if role == "chunk_id":
+            # an id names one chunk: a key whose values repeat across points would merge chunks (their judgments,
+            # rankings, neighbours); the point id stands in
+            repeated = [k for k in found if not _unique(stats[k])]
+            for k in repeated[:1]:
+                evidence["chunk_id"] = (f"`{k}` repeats its values ({len(stats[k].distinct)} distinct over "
+                                        f"{stats[k].filled} points): not an id; the point id names each chunk")
+            found = [k for k in found if k not in repeated]
         found = _complementary(stats, found)
         if found:
             fields[role] = tuple(found[:2])

@@ -70,6 +70,27 @@ def test_two_schemas_in_one_collection_both_read(shaped, embedder):
     assert roles.keys_of("source_file") == ("file_path",) and roles.derive_source_file
 
 
+@pytest.mark.parametrize("i, name", list(enumerate(SHAPES)), ids=list(SHAPES))
+def test_each_chunk_has_an_id_of_its_own(shaped, i, name):
+    # judgments, rankings and neighbour lists are keyed by chunk id: two chunks must never share one
+    view = CollectionView(shaped)
+    ids = [p.payload["chunk_id"] for p in iter_points(view, f"shape{i}", ["content", "chunk_id"])]
+    assert len(ids) == len(set(ids)) == len(DOCS)
+
+
+def test_a_chunk_id_that_repeats_per_page_is_the_chunks_position_not_its_id():
+    # team #1 writes chunk_id = the index within its page: 0, 1, 2 ... on every page
+    payloads = [{"text": f"chunk {i} " * 20, "url": f"https://x.example/docs/p{i // 4}", "chunk_id": i % 4}
+                for i in range(40)]
+    roles = infer_roles(payloads)
+    assert roles.keys_of("chunk_sequence") == ("chunk_id",) and not roles.has("chunk_id")
+    strings = [dict(p, chunk_id=f"c{p['chunk_id']}") for p in payloads]  # the same, written as text
+    roles = infer_roles(strings)
+    assert not roles.has("chunk_id") and "repeats its values" in roles.evidence["chunk_id"]
+    unique = [dict(p, chunk_id=f"p{i}") for i, p in enumerate(payloads)]
+    assert infer_roles(unique).keys_of("chunk_id") == ("chunk_id",)
+
+
 def test_a_constant_source_tag_is_never_the_source():
     payloads = [{"text": f"chunk {i} " * 20, "path": f"docs/p{i % 5}.md", "source": "docs"} for i in range(30)]
     roles = infer_roles(payloads)
