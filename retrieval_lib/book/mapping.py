@@ -289,7 +289,7 @@ def _map_sources(book: Book, chunks: BookChunks, base_url: str | None, route_bas
             elif got.served:
                 how = "URL route"
             else:  # the URL names the page by its file, at a route the site does not serve
-                how, hint = URL_FROM_FILE, f"not a route of the site, which serves the page at {routes[page]}"
+                how, hint = URL_FROM_FILE, f"served at {routes[page]}"
         elif got is not None:
             hint = f"names {got.page} under /{got.prefix}, not the base path /{base}"
         elif root_page is not None and "://" in label and "/".join(_segments(label)[0]) == base:

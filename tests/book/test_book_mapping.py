@@ -67,9 +67,9 @@ def test_urls_built_from_file_names_map_too_and_another_base_path_is_not_matched
     # their pages are found, and said to be at other routes: the site serves neither URL (a chatbot citing them
     # links to nothing)
     assert got[urls[0]] == ("01-basics/02-nodes.md", URL_FROM_FILE,
-                            "not a route of the site, which serves the page at /docs/basics/nodes")
+                            "served at /docs/basics/nodes")
     assert got[urls[1]] == ("guide/setup.md", URL_FROM_FILE,
-                            "not a route of the site, which serves the page at /docs/guide/install")
+                            "served at /docs/guide/install")
     assert got[urls[2]][0] is None and "under /blog" in got[urls[2]][2]
 
 
@@ -82,7 +82,7 @@ def test_urls_built_from_file_paths_without_the_front_matter_find_their_page_at_
     m = map_sources(book, chunks(urls=urls))
     got = {s.source: (s.page, s.how, s.hint) for s in m.sources}
     assert got[urls[0]] == ("01-basics/03-topics.mdx", URL_FROM_FILE,
-                            "not a route of the site, which serves the page at /docs/basics/messages")
+                            "served at /docs/basics/messages")
     assert got[urls[1]] == ("01-basics/03-topics.mdx", "URL route", "")
     assert got[urls[2]] == (None, "no page", "")
     assert m.base_path == "/docs" and [s.source for s in m.unmatched] == [urls[2]]
