@@ -119,6 +119,8 @@ class BookMap:
     def how_matched(self) -> str:
         """How the sources were matched to the book's pages, with counts, and the URL base path where URLs were
         read: "24 by URL route, 6 match no page; URL base path /docs (given)"."""
+        if not self.sources:
+            return f"none: no chunk names a source file or URL ({self.no_source} chunks without one)"
         counts = ", ".join(f"{n} {'matches' if n == 1 else 'match'} no page" if how == "no page" else f"{n} by {how}"
                            for how, n in sorted(self.counts().items()))
         if self.base_origin == "no URL source":

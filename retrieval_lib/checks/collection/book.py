@@ -196,6 +196,11 @@ def study(view: Any, collection: str, *, docs: str | None = None, sitemap: str |
         if bmap.problem:
             for name in LISTS[:4]:
                 problems[name] = bmap.problem
+        elif not bmap.sources:
+            for name in LISTS[:4]:  # a finding on no mapping would call every page missing, and pass the others
+                problems[name] = ("no payload key of this collection names its chunks' source file or URL, so they "
+                                  "cannot be put on the book's pages: map one in the profile's payload_fields "
+                                  "(source_file or source_url; `inspect` lists the keys)")
         elif not book.has_text:
             for name in ("changed", "thin"):
                 problems[name] = ("a sitemap gives routes, not texts: point book_docs at the docs folder to compare "

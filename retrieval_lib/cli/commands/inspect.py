@@ -169,8 +169,10 @@ def book_mapping(view: Any, collection: str, book: str) -> dict[str, Any]:
 def book_lines(m: dict[str, Any]) -> list[str]:
     """The mapping onto the book as a person reads it."""
     without = m["pages_without_chunks"]
+    mapped = (f"{without} {'page' if without == 1 else 'pages'} without a chunk" if m["sources"]
+              else "nothing to map onto its pages")
     out = ["", f"the book ({m['book']}, {m['pages']} pages, route base {m['route_base']}): {len(m['sources'])} "
-               f"sources mapped: {m['how_matched']}; {without} {'page' if without == 1 else 'pages'} without a chunk"]
+               f"sources mapped: {m['how_matched']}; {mapped}"]
     if m["problem"]:
         out.append(f"  problem: {m['problem']}")
     out += [f"  unreadable page: {line}" for line in m["unreadable_pages"]]

@@ -211,6 +211,23 @@ def test_a_folder_with_no_markdown_leaves_near_duplicates_standing(ours, tmp_pat
     assert gates["book.near_duplicates"] is True
 
 
+def test_a_collection_that_names_no_source_is_not_judged_against_the_book(tmp_path, embedder):
+    # team #8: chunk_text, chapter_id (a tag), position; no file path, no URL: nothing to put on the pages
+    from qdrant_client import models
+
+    store = VectorStore.in_memory()
+    store.create_collection("chapters", embedder.dimension)
+    texts = [f"Chapter text number {i} about humanoid robots and their joints." for i in range(12)]
+    store.upsert("chapters", [models.PointStruct(id=i, vector=v, payload={"chunk_text": t, "chapter_id": "ros2",
+                                                                        "position": i})
+                              for i, (t, v) in enumerate(zip(texts, embedder.embed_documents(texts)))])
+    s, lists, gates = _study(store, "chapters", _book_now(tmp_path / "now"))
+    # never "every page missing" and never a pass on nothing mapped: not applicable, with what to do
+    assert [gates[f"book.{n}"] for n in ("missing", "gone", "changed", "thin")] == [None] * 4
+    assert "names its chunks' source file or URL" in s.problems["missing"] and not lists["missing"]
+    assert s.bmap is not None and s.bmap.how_matched().startswith("none: no chunk names a source file or URL")
+
+
 def test_the_collection_is_not_written(ours):
     store, root = ours
     before = [(p.id, p.payload) for p in store.scroll("ours", with_payload=True)]
