@@ -163,7 +163,8 @@ def _page_keys(book: Book) -> dict[str, str]:
 def _moved_keys(book: Book) -> dict[str, str]:
     """Route tail -> page, for the Docusaurus pages whose front matter (``id``, ``slug``) gives them another route
     than their file path would: a team that builds its URLs from file paths links there, where the site serves
-    nothing."""
+    nothing. So does one that puts the page's route name under its folders (an absolute ``slug: /glossary`` read as
+    a relative one: ``appendices/glossary``)."""
     if book.kind != "docusaurus":
         return {}
     base = book.route_base.strip("/")
@@ -173,9 +174,13 @@ def _moved_keys(book: Book) -> dict[str, str]:
             own = docusaurus_route(page.path, {}, book.route_base).strip("/")
         except ValidationError:
             continue
-        if own != page.route.strip("/"):
-            keys.setdefault(_tail(own, base), page.path)
-            keys.setdefault(_tail(own, base).lower(), page.path)
+        route = page.route.strip("/")
+        folders = "/".join(strip_number_prefix(d) for d in page.path.split("/")[:-1])
+        under_folders = f"{base}/{folders}/{route.rsplit('/', 1)[-1]}".strip("/") if folders else route
+        for wrong in (own, under_folders):
+            if wrong != route:
+                keys.setdefault(_tail(wrong, base), page.path)
+                keys.setdefault(_tail(wrong, base).lower(), page.path)
     return keys
 
 
@@ -245,6 +250,8 @@ def _map_sources(book: Book, chunks: BookChunks, base_url: str | None, route_bas
     served_tail = {page.path: _tail(page.route.strip("/"), book_base).lower() for page in book.pages}
     moved_keys = _moved_keys(book)
     raw: dict[str, _Hit | None] = {}
+    # a URL source's page under a route its file path or folders give (read once the base path is known)
+    moved: dict[str, _Hit] = {}
     for label, idx in by_source.items():
         found: _Hit | None = None
         for value in (chunks.source_file[idx[0]], chunks.source_url[idx[0]]):
@@ -257,9 +264,11 @@ def _map_sources(book: Book, chunks: BookChunks, base_url: str | None, route_bas
             if hit is None and is_url:
                 # a team that built its URLs from file names (01-intro) against a book read as routes (a sitemap)
                 hit, stripped = _tail_match([strip_number_prefix(s) for s in segs], keys), True
-            if hit is None and is_url:
+            if is_url and (at := _tail_match(segs, moved_keys)) is not None:
                 # ... or from file paths as Docusaurus reads them, but without the front matter that moves the page
-                hit, stripped = _tail_match(segs, moved_keys), False
+                moved.setdefault(label, _Hit(at[0], at[1], True, False, False))
+                if hit is None:
+                    hit, stripped = at, False
             if hit is not None:
                 found = _Hit(hit[0], hit[1], is_url, stripped, not is_url or hit[2].lower() == served_tail[hit[0]])
                 break
@@ -281,6 +290,8 @@ def _map_sources(book: Book, chunks: BookChunks, base_url: str | None, route_bas
     page_of: dict[str | None, str] = {}
     for label, idx in by_source.items():
         got = raw[label]
+        if got is not None and got.url and got.prefix != base and label in moved and moved[label].prefix == base:
+            got = moved[label]  # its route name under its own folders: the page, moved by its front matter
         page, how, hint = None, "no page", ""
         if got is not None and (not got.url or got.prefix == base):
             page = got.page

@@ -88,6 +88,25 @@ def test_urls_built_from_file_paths_without_the_front_matter_find_their_page_at_
     assert m.base_path == "/docs" and [s.source for s in m.unmatched] == [urls[2]]
 
 
+def test_an_absolute_slug_read_as_a_relative_one_finds_its_page(tmp_path):
+    # "slug: /faq" serves the page at /docs/faq; a team that reads it as relative links to /docs/guide/faq
+    docs = tmp_path / "docs"
+    (docs / "02-guide").mkdir(parents=True)
+    (docs / "02-guide" / "01-faq.md").write_text("---\nslug: /faq\n---\n# FAQ\n\nquestions", encoding="utf-8")
+    (docs / "02-guide" / "02-tips.md").write_text("# Tips\n\ntips", encoding="utf-8")
+    book = read_docs(docs)
+    urls = ["https://x.example/docs/guide/faq", "https://x.example/docs/guide/tips", "https://x.example/blog/faq",
+            "https://x.example/docs/faq"]
+    m = map_sources(book, chunks(urls=urls))
+    got = {s.source: (s.page, s.how, s.hint) for s in m.sources}
+    assert m.base_path == "/docs"
+    assert got[urls[0]] == ("02-guide/01-faq.md", URL_FROM_FILE, "served at /docs/faq")
+    assert got[urls[1]] == ("02-guide/02-tips.md", "URL route", "")
+    assert got[urls[3]] == ("02-guide/01-faq.md", "URL route", "")
+    # under another base path it is still another site's page, not this one
+    assert got[urls[2]][0] is None and "under /blog" in got[urls[2]][2]
+
+
 def test_a_given_base_url_that_matches_no_source_is_a_problem_not_a_list_of_gone_pages(site):
     book = read_docs(site)
     m = map_sources(book, chunks(urls=["https://x.example/docs/basics/nodes"]), base_url="https://other.example")
