@@ -258,8 +258,8 @@ def missing_pages(book: Book, bmap: BookMap) -> list[dict[str, Any]]:
 
 
 def gone_sources(bmap: BookMap) -> list[dict[str, Any]]:
-    """Sources that map to no page, most chunks first (``hint``: why, where the mapping can tell: a page the source
-    names under another base path, or whose file path gives the source's route while its front matter moved it)."""
+    """Sources that map to no page, most chunks first (``hint``: a page the source names under another base
+    path)."""
     return [{"source": s.source, "chunks": s.chunks, "hint": s.hint} for s in bmap.unmatched]
 
 

@@ -296,11 +296,10 @@ class BookResult:
         if s.bmap is not None:
             report.finding(f"{len(s.bmap.sources)} sources mapped onto the book: {s.bmap.how_matched()}.")
             unserved = [m for m in s.bmap.sources if m.how == bk.URL_FROM_FILE]
-            if unserved and s.book is not None:
-                routes = {page.path: page.route for page in s.book.pages}
+            if unserved:  # each one's hint says where the site serves its page
                 report.finding(f"{len(unserved)} source URLs name their page by its file, at a route the site does "
                                "not serve (a chatbot citing them links to nothing): " + _named(
-                                   f"{m.source} (the page is at {routes.get(m.page or '')})" for m in unserved))
+                                   f"{m.source} ({m.hint})" for m in unserved))
         for name in LISTS:
             if name in s.problems:
                 _GATE[name].not_applicable(report, s.problems[name])

@@ -47,7 +47,6 @@ __all__ = ["run", "ChunkQuality", "ChunkStudy", "FragmentWin", "measure_chunks"]
 GATES = (CHUNKS_UNSEEN, CHUNKS_FRAGMENTS, CHUNKS_FRAGMENT_WINS)
 
 
-
 @dataclass(frozen=True)
 class ChunkLength:
     """One chunk's size as the model reads it."""
