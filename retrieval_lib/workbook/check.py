@@ -122,12 +122,20 @@ def show(result: CheckResult, *names: str, max_colwidth: int | None = None) -> N
     """Display ``result``'s tables called ``names`` (every table when none is named), in a notebook.
 
     A table the result does not have (a not-applicable check has none) is skipped: the result's own line says why.
+    An empty table is one line, ``**name**: none``, not a header row over nothing; where a cell shows several
+    tables, each is titled with its name.
     """
     import pandas as pd
-    from IPython.display import display
+    from IPython.display import Markdown, display
 
     tables = result.tables()
+    shown = [name for name in names or tuple(tables) if name in tables]
     with pd.option_context("display.max_colwidth", max_colwidth):
-        for name in names or tuple(tables):
-            if name in tables:
-                display(tables[name])
+        for name in shown:
+            table = tables[name]
+            if len(table) == 0:
+                display(Markdown(f"**{name}**: none"))
+                continue
+            if len(shown) > 1:
+                display(Markdown(f"**{name}**"))
+            display(table)
