@@ -134,18 +134,16 @@ class Book:
 
 
 def resolve_docs(value: str | os.PathLike[str] | None) -> str | None:
-    """``book_docs`` as a folder path: ``"sample_book"`` names :data:`SAMPLE_DOCS`; a relative path is read from
-    the project root when it exists there (as every path in ``params/``), else as given; empty is None."""
+    """``book_docs`` as a folder path: ``"sample_book"`` names :data:`SAMPLE_DOCS`; a relative path is read as
+    every path of a profile is (:func:`~retrieval_lib.params.resolve_path`): from the working folder when it is
+    there, else from the project root; empty is None."""
     if value is None or not str(value).strip():
         return None
     if str(value) == "sample_book":
         return str(SAMPLE_DOCS)
-    from retrieval_lib.config import PROJECT_ROOT
+    from retrieval_lib.params import resolve_path
 
-    path = Path(value)
-    if not path.is_absolute() and (PROJECT_ROOT / path).exists():
-        return str(PROJECT_ROOT / path)
-    return str(path)
+    return str(resolve_path(value))
 
 
 def detect_generator(docs: Path) -> tuple[str, bool]:
@@ -216,8 +214,8 @@ def read_docs(docs: str | os.PathLike[str], *, route_base: str | None = None, ge
     """
     root = Path(docs)
     if not root.is_dir():
-        raise ConfigurationError(f"book docs {root} is not a folder; point book_docs at the site's docs folder",
-                                 path=str(root))
+        raise ConfigurationError(f"book docs {root} is not a folder (looked for {root.absolute()}); point book_docs "
+                                 "at the site's docs folder", path=str(root))
     if generator not in ("auto", "docusaurus", "mkdocs"):
         raise ValidationError(f"generator must be auto, docusaurus or mkdocs, got {generator!r}", field="generator")
     kind, directory_urls = detect_generator(root) if generator == "auto" else (generator, True)

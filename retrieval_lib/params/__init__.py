@@ -29,9 +29,11 @@ the file, the key (a dotted path such as ``queries[2].min_score``) and what to d
 from retrieval_lib.params._schema import ORIGINS, Provenance, read_yaml, resolve_path
 from retrieval_lib.params.profiles import (
     DEFAULT_PROFILE,
+    PATH_PARAMETERS,
     RESERVED_KEYS,
     NotebookParameters,
     Profile,
+    anchored,
     check_parameters,
     load_profile,
 )
@@ -52,5 +54,5 @@ __all__ = [
     "Profile", "NotebookParameters", "GoldenQuery", "NegativeQuery", "GoldenSet", "Provenance", "QuerySets", "Topic",
     "TopicSet", "resolve_path", "read_yaml", "load_profile", "check_parameters", "load_golden_set", "load_query_sets",
     "load_topics",
-    "ORIGINS", "RESERVED_KEYS", "NO_GOLDEN_SET", "DEFAULT_PROFILE",
+    "ORIGINS", "RESERVED_KEYS", "NO_GOLDEN_SET", "DEFAULT_PROFILE", "PATH_PARAMETERS", "anchored",
 ]

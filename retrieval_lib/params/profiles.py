@@ -39,7 +39,8 @@ from retrieval_lib.params._schema import (
     resolve_path,
 )
 
-__all__ = ["NotebookParameters", "Profile", "load_profile", "RESERVED_KEYS", "DEFAULT_PROFILE"]
+__all__ = ["NotebookParameters", "Profile", "load_profile", "RESERVED_KEYS", "DEFAULT_PROFILE", "PATH_PARAMETERS",
+           "anchored"]
 
 #: The profile whose values are every parameter's default (and what the notebooks' parameters cells hold).
 DEFAULT_PROFILE = PROJECT_ROOT / "params" / "demo.yaml"
@@ -172,6 +173,24 @@ class _ProfileKeys(Model):
 
 #: Profile keys the runner itself uses (see :class:`_ProfileKeys`).
 RESERVED_KEYS = frozenset(_ProfileKeys.model_fields)
+#: The parameters that name a file or a folder (``agreement_files``: a list of them). A relative one is read as
+#: :func:`~retrieval_lib.params.resolve_path` reads any path: from the working folder when it is there, else from
+#: the project root (where ``params/...`` are).
+PATH_PARAMETERS = frozenset({"query_sets", "golden_set", "topics", "language_queries", "judgments", "agreement_files",
+                             "book_docs", "book_sitemap", "baseline_run", "candidate_run"})
+
+
+def anchored(values: Mapping[str, Any], folder: Path) -> dict[str, Any]:
+    """``values`` with each relative path parameter that names something in ``folder`` (the folder a command runs
+    in) made absolute, so that a process started elsewhere (a notebook's kernel starts in the project folder) reads
+    the same file. Paths that are not there are left as they are, to be read from the project root."""
+    def one(value: Any) -> Any:
+        if isinstance(value, str) and value and not Path(value).is_absolute() and (folder / value).exists():
+            return str((folder / value).resolve())
+        return value
+
+    return {key: ([one(v) for v in value] if isinstance(value, list) else one(value))
+            if key in PATH_PARAMETERS else value for key, value in values.items()}
 
 
 @functools.cache

@@ -26,7 +26,7 @@ import re
 import signal
 import time
 from collections.abc import Callable, Iterator, Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -35,7 +35,7 @@ from retrieval_lib.config import DOTENV_VARIABLE, PROJECT_ROOT, dotenv_file
 from retrieval_lib.embedding.cache import cache_file, embedding_totals, prefetch_run
 from retrieval_lib.errors import ConfigurationError, RetrievalError, ValidationError
 from retrieval_lib.files import write_text_atomic
-from retrieval_lib.params import RESERVED_KEYS, Profile
+from retrieval_lib.params import RESERVED_KEYS, Profile, anchored
 from retrieval_lib.params import load_profile as _load_profile
 from retrieval_lib.retrievers import parse_spec
 from retrieval_lib.workbook.index_page import render_index
@@ -123,7 +123,10 @@ def load_profile(params_file: str | os.PathLike[str] | None, notebook_dir: Path 
     profile = _load_profile(params_file or DEFAULT_PARAMS, declared=declared)
     if profile.values.get("retriever") is not None:  # a bad retriever stops the run before it starts
         parse_spec(profile.values["retriever"], profile=str(profile.path))
-    return profile
+    # the kernels start in the project folder: a file the profile names from another working folder is passed whole
+    here = Path.cwd()
+    return profile if here.resolve() == PROJECT_ROOT.resolve() else replace(profile,
+                                                                           values=anchored(profile.values, here))
 
 
 def _new_run_dir(parent: Path, profile: str) -> Path:

@@ -67,7 +67,11 @@ def run(args: argparse.Namespace) -> int:
 
 
 def book_keys(book: str | None) -> dict[str, str]:
-    """A profile's ``book_docs`` / ``book_sitemap`` for ``--book`` (a folder, or a sitemap file or URL)."""
+    """A profile's ``book_docs`` / ``book_sitemap`` for ``--book`` (a folder, or a sitemap file or URL); a folder or
+    file named from the working folder is written whole, as ``draft`` writes its files: ``run`` and ``check`` may
+    start elsewhere."""
+    if book is not None and not book.startswith(("http://", "https://")) and Path(book).exists():
+        book = str(Path(book).resolve())
     sitemap = book is not None and (book.endswith(".xml") or book.startswith(("http://", "https://")))
     return {"book_docs": "" if book is None or sitemap else book, "book_sitemap": book if sitemap and book else ""}
 

@@ -24,7 +24,8 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
              "  python -m retrieval_lib run --dry-run          # the embed calls each notebook will make", common)
     p.add_argument("--params", type=Path, help="parameter file (default params/demo.yaml)")
     p.add_argument("--notebooks", help="comma-separated numbers or names, e.g. 01,03 (default all)")
-    p.add_argument("--out", type=Path, help="parent folder of the run folder (default outputs/)")
+    p.add_argument("--out", type=Path, help="parent folder of the run folder (default: the project's outputs/, "
+                                             "wherever the command runs)")
     p.add_argument("-q", "--quiet", action="store_true", help="no progress bar; print the verdict line only")
     p.add_argument("--json", action="store_true", help="print the run's summary as JSON (with --dry-run: the plan)")
     p.add_argument("--dry-run", action="store_true",
