@@ -63,7 +63,7 @@ from retrieval_lib.errors import ConfigurationError
 VERSION = "0.1.0"
 
 __all__ = ["VERSION", "PROJECT_ROOT", "DOTENV_VARIABLE", "dotenv_file", "Secret", "Settings", "load_settings",
-           "secret_values", "redact_url", "SECRET_VARIABLES", "PROVIDER_DEFAULTS", "resolve_run_dir"]
+           "secret_values", "read_variables", "redact_url", "SECRET_VARIABLES", "PROVIDER_DEFAULTS", "resolve_run_dir"]
 
 #: The project folder (where ``notebooks/``, ``params/`` and ``outputs/`` live).
 #: Derived from the package location so kernels started anywhere agree on it.
@@ -293,6 +293,12 @@ def _merged(env: Mapping[str, str] | None, dotenv_path: str | os.PathLike[str] |
         merged.update({k: v for k, v in dotenv_values(dotenv_path).items() if v is not None})
     merged.update(os.environ if env is None else env)
     return merged
+
+
+def read_variables() -> dict[str, str]:
+    """The variables settings are read from: the ``.env`` file's (:func:`dotenv_file`) with the environment's over
+    them. A profile's ``${NAME}`` references (a retriever's headers) are read from the same."""
+    return _merged(None, None)
 
 
 #: The variables whose values are secrets: every provider's key and Qdrant's.

@@ -64,7 +64,7 @@ class PythonRetriever(MappedRetriever):
     def _environment(self) -> dict[str, str]:
         env = dict(os.environ)
         for name, value in self.spec.env.items():
-            env[name], used = expand(value)
+            env[name], used = expand(value, where=f"the retriever's env {name}")
             self._secrets = sorted(set(self._secrets) | set(used))
         env["PYTHONUNBUFFERED"] = "1"
         return env

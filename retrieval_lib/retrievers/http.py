@@ -42,6 +42,8 @@ class HttpRetriever(MappedRetriever):
 
     def __init__(self, spec: RetrieverSpec, *, transport: httpx.BaseTransport | None = None) -> None:
         super().__init__(spec)
+        for name, value in spec.headers.items():  # a variable set nowhere stops here, before any question
+            expand(value, where=f"the retriever's header {name}")
         self._client = httpx.Client(timeout=spec.timeout_s, transport=transport, follow_redirects=True,
                                     trust_env=False)
 
@@ -56,7 +58,7 @@ class HttpRetriever(MappedRetriever):
         url, secrets = str(self.spec.url), []  # the url holds no ${ENV} (refused by the spec)
         headers = {}
         for name, value in self.spec.headers.items():
-            headers[name], used = expand(value)
+            headers[name], used = expand(value, where=f"the retriever's header {name}")
             secrets += used
         self._secrets = sorted(set(self._secrets) | set(secrets))
         body = fill_template(self.spec.body if self.spec.body is not None else DEFAULT_BODY, query, top_k)

@@ -11,12 +11,13 @@ is safe as a papermill parameter or an environment variable); :func:`expand` rep
 
 from __future__ import annotations
 
-import os
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+from retrieval_lib.errors import ConfigurationError
 
 __all__ = ["RetrieverSpec", "Hit", "Answer", "HIT_FIELDS", "TOP_K_NAMES", "expand", "redact", "one_line"]
 
@@ -34,22 +35,36 @@ def env_references(text: str) -> list[str]:
     return _REF.findall(text)
 
 
-def expand(text: str, environ: Mapping[str, str] | None = None) -> tuple[str, list[str]]:
-    """``text`` with each ``${NAME}`` replaced by the variable's value; returns (text, the values put in).
+def expand(text: str, environ: Mapping[str, str] | None = None, *,
+           where: str = "the retriever") -> tuple[str, list[str]]:
+    """``text`` with each ``${NAME}`` replaced by the variable's value, read where settings are read (the ``.env``
+    file, the environment over it: :func:`~retrieval_lib.config.read_variables`) unless ``environ`` is given;
+    returns (text, the values put in).
 
-    A variable that is not set becomes the empty string (the endpoint then answers 401, which names the fault
-    without us printing anything).
+    Raises:
+        ConfigurationError: a variable is set nowhere (``variable``; its name only). Sent empty, every question
+            would come back 401 with nothing to say why.
     """
-    env = os.environ if environ is None else environ
+    from retrieval_lib.config import dotenv_file, read_variables
+
+    env = read_variables() if environ is None else environ
     values: list[str] = []
+    unset: list[str] = []
 
     def sub(match: re.Match[str]) -> str:
         value = env.get(match.group(1), "")
         if value:
             values.append(value)
+        else:
+            unset.append(match.group(1))
         return value
 
-    return _REF.sub(sub, text), values
+    expanded = _REF.sub(sub, text)
+    if unset:
+        raise ConfigurationError(f"{where} names ${{{unset[0]}}}, which is set neither in the environment nor in "
+                                 f"{dotenv_file()}: set {unset[0]} there (the profile keeps the reference, never "
+                                 "the value)", variable=unset[0])
+    return expanded, values
 
 
 def redact(text: str, secrets: Iterable[str]) -> str:
@@ -106,9 +121,11 @@ class RetrieverSpec(BaseModel):
     @field_validator("fields")
     @classmethod
     def _known_fields(cls, value: dict[str, str]) -> dict[str, str]:
-        unknown = sorted(set(value) - set(HIT_FIELDS))
+        # `distance` (lower is better) is read into `score` as 1 - distance (retrievers/mapping.py)
+        names = (*HIT_FIELDS, "distance")
+        unknown = sorted(set(value) - set(names))
         if unknown:
-            raise ValueError(f"unknown field name(s) {', '.join(unknown)}: the names are {', '.join(HIT_FIELDS)}")
+            raise ValueError(f"unknown field name(s) {', '.join(unknown)}: the names are {', '.join(names)}")
         return value
 
     @field_validator("headers")
