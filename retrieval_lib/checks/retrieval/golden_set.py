@@ -82,8 +82,16 @@ def matches(result: Any, pattern: str) -> bool:
     return url_matches(result.source_url or "", pattern) or _under(result.source_file or "", pattern)
 
 
+def collection_pages(store: Any, collection: str) -> list[str]:
+    """The collection's pages as a result names them (its ``source_url``, else its ``source_file``: the page of a
+    result in the run file): the distinct source URLs, or the distinct source files where no chunk has a URL
+    (team #3 names its pages ``module/page`` only)."""
+    return list(store.distinct_values(collection, "source_url")) or list(store.distinct_values(collection,
+                                                                                                "source_file"))
+
+
 def relevant_pages(patterns: Iterable[str], pages: Iterable[str]) -> tuple[str, ...]:
-    """The pages (``source_url`` values) that one of ``patterns`` names: a query's relevant pages, in page order."""
+    """The pages (:func:`collection_pages`) that one of ``patterns`` names: a query's relevant pages, in page order."""
     wanted = list(patterns)
     return tuple(u for u in pages if any(url_matches(u, p) for p in wanted))
 
@@ -201,12 +209,12 @@ def evaluate_golden(retriever: Retriever, golden: GoldenSet, *, vector_count: in
     ``passed`` is True when at least ``required_passes`` golden queries pass
     AND every negative passes. Extra queries and IR metrics are reported only.
     Each golden and extra outcome carries its relevant pages (the qrels), found
-    among the collection's distinct ``source_url`` values.
+    among the collection's pages (:func:`collection_pages`).
     """
     asked = [(q, "golden") for q in golden.queries] + [(q, "extra") for q in golden.extra_queries]
     responses = retriever.search_many([q.query for q, _ in asked] + [n.query for n in golden.negatives],
                                       top_k=golden.top_k)
-    pages = list(retriever.store.distinct_values(retriever.collection, "source_url"))
+    pages = collection_pages(retriever.store, retriever.collection)
     outcomes = [_judge(q, r, kind, pages) for (q, kind), r in zip(asked, responses)]
     outcomes += [_judge_negative(n, r) for n, r in zip(golden.negatives, responses[len(asked):])]
     gold = [o for o in outcomes if o.kind == "golden"]

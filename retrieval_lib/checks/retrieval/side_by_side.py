@@ -40,7 +40,7 @@ from retrieval_lib.checks.retrieval._pairs import (
     same_chunk,
     team_side,
 )
-from retrieval_lib.checks.retrieval.golden_set import matches, relevant_pages
+from retrieval_lib.checks.retrieval.golden_set import collection_pages, matches, relevant_pages
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.params import GoldenQuery, GoldenSet, load_golden_set
 from retrieval_lib.retrievers import Answer, QuestionRetriever
@@ -157,7 +157,7 @@ def measure(asker: QuestionRetriever, collection: Retriever, golden: GoldenSet, 
     texts = [q.query for q in golden.queries] + [q.query for q in golden.extra_queries]
     answers = list(asker.ask_many(texts, top_k))
     responses = collection.search_many(texts, top_k=top_k)
-    pages = list(collection.store.distinct_values(collection.collection, "source_url"))
+    pages = collection_pages(collection.store, collection.collection)
     study = compare_answers(golden, answers, responses, top_k=top_k, retriever=described, alpha=alpha)
     if not any(p.collection_hit for p in study.pairs) and not any(relevant_pages(p.patterns, pages)
                                                                   for p in study.pairs):
