@@ -3,10 +3,12 @@
 The rules, in words (``inspect`` prints the evidence of each):
 
 - **content**: the text key with the longest strings (mean length), filled in at least half the points;
-- **source_url**: a key whose values look like URLs or site paths (``http...``, ``/...``);
+- **source_url**: a key whose values look like URLs or site paths (``http...``, ``/...``); a path that ends in a
+  source file's extension (``/home/dev/book/docs/intro.md``) is a file, not a page of the site;
 - **source_file**: a file-like key (``source_file``, ``file_path``, ``doc_path``, ``path``, ``source`` ...) whose
-  values differ between points; a key with one constant value (``source: "docs"``) is never the source.
-  When only a URL exists, the source file comes from the URL's path;
+  values differ between points; a key with one constant value (``source: "docs"``) is never the source, nor, when
+  the chunks have URLs, a key of ids (``document_id``: a uuid per page). When only a URL exists, the source file
+  comes from the URL's path;
 - **title**, **section_title**, **chunk_sequence**, **total_chunks**, **content_hash**, **model_version**,
   **processing_timestamp**, **token_count**, **chunk_id**: the first known name present (top level first, then
   nested under ``metadata``), of the right type;
@@ -48,6 +50,11 @@ CANDIDATES: dict[str, tuple[str, ...]] = {
 }
 _NESTS = ("metadata", "meta", "payload", "doc", "document")
 _URLISH = re.compile(r"^(https?://|/)[^\s]*$")
+#: ... but a path with no scheme that ends in a source file's extension is a file on the ingest machine
+#: (``/home/dev/book/docs/intro.md``, team #10's ``full_path``), not a page of the site.
+_LOCAL_FILE = re.compile(r"^/[^\s]*\.(md|mdx|markdown|rst|txt|ipynb)$", re.I)
+#: Values that name a record, not a file: a uuid, or a long hex digest.
+_ID_LIKE = re.compile(r"^([0-9a-f]{8}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{4}-[0-9a-f]{12}|[0-9a-f]{16,})$", re.I)
 MAX_DEPTH = 3
 
 
@@ -62,6 +69,8 @@ class KeyStats:
     total_length: int = 0
     text_values: int = 0
     urlish: int = 0
+    paths: int = 0
+    id_like: int = 0
     example: Any = None
     present: set[int] = field(default_factory=set)
     values: dict[int, str] = field(default_factory=dict)
@@ -128,7 +137,11 @@ def key_stats(payloads: Iterable[Mapping[str, Any] | None]) -> tuple[int, dict[s
             if isinstance(value, str):
                 s.text_values += 1
                 s.total_length += len(value)
-                s.urlish += bool(_URLISH.match(value.strip()))
+                v = value.strip()
+                local = bool(_LOCAL_FILE.match(v))
+                s.urlish += bool(_URLISH.match(v)) and not local
+                s.paths += local
+                s.id_like += bool(_ID_LIKE.match(v))
             if s.example is None and kind != "object":
                 s.example = value if not isinstance(value, str) else value[:80]
     return points, stats
@@ -194,7 +207,7 @@ def infer_roles(payloads: Iterable[Mapping[str, Any] | None]) -> PayloadRoles:
 
     # content: the longest strings
     texts = [s for s in stats.values() if s.text_values and s.fill_rate(points) >= 0.5 and s.main_type == "str"
-             and s.urlish < s.text_values / 2]
+             and s.urlish + s.paths < s.text_values / 2]
     if texts and "content" not in fields:
         best = max(texts, key=lambda s: (s.mean_length, s.key in CANDIDATES["content"]))
         if best.mean_length >= 20:
@@ -226,6 +239,11 @@ def infer_roles(payloads: Iterable[Mapping[str, Any] | None]) -> PayloadRoles:
     for k in _named(stats, CANDIDATES["source_file"]):
         s = stats[k]
         if k in used or s.main_type != "str":
+            continue
+        if "source_url" in fields and s.id_like >= s.text_values * 0.9:
+            # a page's uuid names it unreadably: with URLs at hand, the source file comes from their paths
+            evidence.setdefault("_rejected", "")
+            evidence["_rejected"] += f"`{k}` holds ids ({s.example!r}), not file names: the URLs name the pages; "
             continue
         if s.constant or _a_tag(s):
             evidence.setdefault("_rejected", "")

@@ -263,7 +263,7 @@ def test_inspect_book_says_how_each_source_was_matched_with_counts(ours):
     assert "URL base path" not in text
     assert lines[2].startswith("  no page")  # the sources that match no page come first
     assert book_keys(None) == {"book_docs": "", "book_sitemap": ""}
-    assert book_keys("site/sitemap.xml") == {"book_docs": "", "book_sitemap": "site/sitemap.xml"}
+    assert book_keys("their-site/sitemap.xml") == {"book_docs": "", "book_sitemap": "their-site/sitemap.xml"}
 
 
 ASKED = "The humanoid robotics landscape: from ASIMO to Atlas"
