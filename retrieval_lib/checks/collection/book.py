@@ -215,6 +215,12 @@ def study(view: Any, collection: str, *, docs: str | None = None, sitemap: str |
     except ValidationError as exc:
         problems["near_duplicates"] = str(exc)
     golden = load_golden_set(golden_set) if golden_set else None
+    if golden is not None and bmap is not None and not any(_expected_by(golden, src) for src in bmap.sources):
+        # its questions expect no page of this collection: another book's (the demo's, where no profile was given)
+        problems["golden_set"] = (f"the golden set {golden.path.name if golden.path else golden.name} expects no "
+                                  "page of this collection (it describes another book, or its expected_url_patterns "
+                                  "are wrong): its questions were not asked")
+        golden = None
     retrieved = None
     if search is not None and golden is not None and bmap is not None and bmap.unmatched and "gone" not in problems:
         retrieved = still_retrieved(search, golden, chunks, bmap.unmatched)
@@ -331,13 +337,16 @@ class BookResult:
         report.metric("sources_gone", len(rows), "sources")
         r = self.study.retrieved
         retrieved = [row for row in rows if row["retrieved_by"]]
+        golden = self.study.golden
         if r is None:
-            asked = ("; no golden set to ask" if self.study.golden is None else "") if rows else ""
+            unasked = self.study.problems.get("golden_set", "no golden set to ask")
+            asked = (f"; {unasked}" if golden is None else "") if rows else ""
         else:
             origins = sorted(set(r.asked.values()))
+            source = f" from {golden.path.name}" if golden is not None and golden.path else ""
             asked = (f"; {len(retrieved)} of them still in the top {r.top_k} of a golden or extra question "
-                     f"({len(r.asked)} asked, {' and '.join(origins)})" + (f", {len(r.failed)} unanswered"
-                                                                            if r.failed else ""))
+                     f"({len(r.asked)} asked{source}, {' and '.join(origins)})" + (f", {len(r.failed)} unanswered"
+                                                                                    if r.failed else ""))
         BOOK_GONE.record(report, len(rows) <= self.max_gone_sources, value=len(rows),
                          threshold=self.max_gone_sources, rule="<=", unit="sources",
                          detail=f"{len(rows)} sources ({chunks_gone} chunks) name no page of the book{asked}",
@@ -346,7 +355,8 @@ class BookResult:
         if rows:
             report.finding("Sources gone from the book: " + _named(
                 f"{row['source']} ({row['chunks']} chunks" + (f"; retrieved by {len(row['retrieved_by'])} "
-                                                               f"questions, e.g. {row['retrieved_by'][0]!r}"
+                                                               f"question{'s' if len(row['retrieved_by']) > 1 else ''}"
+                                                               f", e.g. {row['retrieved_by'][0]!r}"
                                                                if row["retrieved_by"] else "")
                 + (f"; {row['hint']}" if row["hint"] else "") + ")"
                 for row in rows))

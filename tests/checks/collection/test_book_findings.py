@@ -320,6 +320,37 @@ def test_a_question_the_retriever_failed_on_is_counted_apart_not_read_as_not_ret
     assert "2 unanswered" in gone.detail and "0 of them still in the top 5" in gone.detail
 
 
+class _Asked:
+    """A retriever that records what it is asked."""
+
+    def __init__(self):
+        self.asked = []
+
+    def search_many(self, queries, top_k=5, **_):
+        self.asked += queries
+        return []
+
+    def describe(self):
+        return "a recording retriever"
+
+
+def test_another_books_golden_set_is_not_asked_and_the_gate_says_why(ours, tmp_path):
+    # `book` with no --params reads the demo profile's golden set: on a team's own book its questions mean nothing
+    store, root = ours
+    golden = tmp_path / "their_golden.yaml"
+    golden.write_text(GONE_GOLDEN.replace("/docs/introduction/", "/docs/cooking/").replace(
+        "/docs/module-02-simulation/", "/docs/baking/"), encoding="utf-8")
+    search = _Asked()
+    s, lists, gates = _study(store, "ours", _book_now(root / "another"), golden_set=str(golden), search=search)
+    assert search.asked == [] and s.retrieved is None and s.golden is None
+    assert "their_golden.yaml expects no page of this collection" in s.problems["golden_set"]
+    assert gates["book.gone"] is False and lists["gone"][0]["expected_by"] is None
+    report = NotebookReport("16_book", "book")
+    check.BookResult(s, **GATES, near_duplicate_cosine=0.98).record(report, show=False)
+    gone = next(g for g in report.gates if g.id == "book.gone")
+    assert "its questions were not asked" in gone.detail
+
+
 def test_without_a_retriever_no_question_is_asked_and_the_lists_say_so(ours_now):
     s, lists, _ = ours_now
     assert s.retrieved is None and lists["gone"][0]["retrieved_by"] is None
