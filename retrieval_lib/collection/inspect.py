@@ -20,7 +20,7 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from retrieval_lib.collection.infer import key_stats
-from retrieval_lib.collection.ours import embedded_form
+from retrieval_lib.collection.ours import embedded_form, tokens_read
 from retrieval_lib.collection.roles import ROLE_MEANINGS, ROLES, PayloadRoles
 from retrieval_lib.collection.view import CollectionView
 from retrieval_lib.embedding import Embedder
@@ -248,9 +248,11 @@ def inspect_collection(view: CollectionView, collection: str, embedder: Embedder
     say(f"model check: {model.get('verdict')}")
 
     # lengths in the configured model's tokenizer, against its window
-    texts = [r["content"] for r in (roles.read(p.payload, p.id) for p in raw) if r["content"]][:LENGTH_SAMPLE]
+    records = [r for r in (roles.read(p.payload, p.id) for p in raw) if r["content"]][:LENGTH_SAMPLE]
+    texts = [r["content"] for r in records]
     window = embedder.max_tokens
-    tokens = [embedder.count_tokens(t) for t in texts]
+    ours = view.owned(collection) is True
+    tokens = [tokens_read(r, embedder.count_tokens, ours=ours) for r in records]
     lengths: dict[str, Any] = {"sample": len(tokens), "window": window}
     if tokens:
         over = sum(t > window for t in tokens)

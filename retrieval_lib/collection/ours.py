@@ -16,8 +16,10 @@ from typing import Any
 
 import numpy as np
 
+from retrieval_lib.embedding.base import SPECIAL_TOKENS
+
 __all__ = ["ID_NAMESPACE", "point_id_for", "written_by_us", "rebuild_advice", "embedded_text", "EmbeddedForm",
-           "embedded_form", "row_cosines"]
+           "embedded_form", "row_cosines", "tokens_read"]
 
 ID_NAMESPACE = uuid.UUID("6f0d7c59-3a1e-4f55-9d7e-1c5b2a9e8f10")
 
@@ -65,6 +67,14 @@ def embedded_text(record: dict[str, Any]) -> str:
     content = str(record.get("content") or "")
     title = record.get("title")
     return f"{title}\n{content}" if isinstance(title, str) and title else content
+
+
+def tokens_read(record: dict[str, Any], count_tokens: Callable[[str], int], *, ours: bool) -> int:
+    """The tokens a model reads of a chunk: the text its pipeline embedded (ours: title and content,
+    :func:`embedded_text`; a team's: the content alone, as most pipelines embed it) in the model's own counter,
+    plus its special tokens (:data:`~retrieval_lib.embedding.base.SPECIAL_TOKENS`). Compared with the model's
+    ``max_tokens``; ``inspect`` and notebook 12 count by this one rule."""
+    return count_tokens(embedded_text(record) if ours else str(record.get("content") or "")) + SPECIAL_TOKENS
 
 
 def row_cosines(a: Sequence[Any] | np.ndarray, b: Sequence[Any] | np.ndarray) -> list[float]:

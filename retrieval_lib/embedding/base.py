@@ -48,9 +48,14 @@ from retrieval_lib.errors import (
 )
 
 __all__ = ["Embedder", "ProviderInfo", "PROVIDERS", "provider_info", "RemoteEmbedder", "Failure", "estimate_tokens",
-           "input_types_of", "embed_as", "request_size", "start_batch", "vendor_endpoint", "LOCAL_SERVER_BATCH"]
+           "input_types_of", "embed_as", "request_size", "start_batch", "vendor_endpoint", "LOCAL_SERVER_BATCH",
+           "SPECIAL_TOKENS"]
 
 log = logging.getLogger("retrieval_lib.embedding")
+
+#: Tokens the model adds to every input ([CLS] and [SEP] for MiniLM): counted against ``max_tokens``, not
+#: available to the text.
+SPECIAL_TOKENS = 2
 
 
 @runtime_checkable

@@ -37,6 +37,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
+from retrieval_lib.embedding.base import SPECIAL_TOKENS
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.ingest.blocks import parse_blocks, split_sections
 from retrieval_lib.ingest.packing import Packer
@@ -51,8 +52,6 @@ __all__ = ["Chunk", "CHUNKER_VERSION", "SPECIAL_TOKENS", "default_count_tokens",
 
 #: Part of every file hash: a new version re-chunks (and re-embeds) every file on the next ingest.
 CHUNKER_VERSION = "3"
-#: Tokens the model adds to every input ([CLS] and [SEP] for MiniLM); not available to the chunk.
-SPECIAL_TOKENS = 2
 
 
 @dataclass(frozen=True)

@@ -1,8 +1,9 @@
 """Chunk quality: chunks the model cannot read whole, and fragments that win top-1.
 
 Lengths are counted with the configured embedder's own counter
-(:meth:`Embedder.count_tokens`) on the text ingest embeds, ``title + "\\n" +
-content``, plus the model's special tokens (:data:`SPECIAL_TOKENS`):
+(:meth:`Embedder.count_tokens`) on the text the pipeline embedded (our ingest: ``title + "\\n" + content``; a
+team's: the content alone), plus the model's special tokens
+(:func:`~retrieval_lib.collection.ours.tokens_read`, the rule ``inspect`` counts by too):
 
 - MiniLM: its own wordpiece tokenizer, offline, so the counts are exact.
 - Cohere v3: no tokenizer is available offline; the count is the embedder's
@@ -11,7 +12,7 @@ content``, plus the model's special tokens (:data:`SPECIAL_TOKENS`):
 
 Definitions (a chunk is one stored point):
 
-- ``read`` = count_tokens(title + "\\n" + content) + special tokens
+- ``read`` = count_tokens(embedded text) + special tokens
 - past the window: ``read > window``; its unseen share = (read - window) / read
 - share of text past the window = Σ max(0, read - window) / Σ read
 - fragment: count_tokens(content) < ``min_tokens``, or heading lines make more
@@ -32,7 +33,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.checks.gates import CHUNKS_FRAGMENT_WINS, CHUNKS_FRAGMENTS, CHUNKS_UNSEEN
 from retrieval_lib.collection.boilerplate import HEADING
-from retrieval_lib.ingest.chunking import SPECIAL_TOKENS
+from retrieval_lib.collection.ours import tokens_read
 from retrieval_lib.validation import number_in, whole_number
 from retrieval_lib.workbook.check import NotApplicable
 
@@ -116,9 +117,9 @@ def scan_chunks(store: ReadableStore, collection: str) -> list[dict[str, Any]]:
 
 
 def measure_chunks(payloads: Sequence[dict[str, Any]], count_tokens: Callable[[str], int], window: int, *,
-                   special_tokens: int = SPECIAL_TOKENS, min_tokens: int = 40,
-                   max_heading_share: float = 0.5) -> ChunkStudy:
-    """Measure each chunk against ``window`` (the model's input limit, special tokens included).
+                   ours: bool = True, min_tokens: int = 40, max_heading_share: float = 0.5) -> ChunkStudy:
+    """Measure each chunk against ``window`` (the model's input limit, special tokens included): the text its
+    pipeline embedded (``ours``: title and content; a team's: the content alone), :func:`tokens_read`.
 
     Raises:
         ValidationError: ``window`` below 2, ``min_tokens`` below 0, ``max_heading_share`` outside 0-1.
@@ -129,7 +130,7 @@ def measure_chunks(payloads: Sequence[dict[str, Any]], count_tokens: Callable[[s
     study = ChunkStudy(window=window, min_tokens=min_tokens, max_heading_share=max_heading_share)
     for p in payloads:
         content = str(p.get("content") or "")
-        read = count_tokens(f"{p.get('title') or ''}\n{content}") + special_tokens
+        read = tokens_read(p, count_tokens, ours=ours)
         own = count_tokens(content)
         headings = sum(count_tokens(m.group(0)) for m in HEADING.finditer(content))
         heading_share = headings / own if own else 1.0
@@ -196,6 +197,7 @@ def run(ctx: NotebookRun, *, golden_set: str, headings_per_file: int, queries: S
         return NotApplicable(reason, GATES)
     embedder = ctx.collection_retriever.embedder
     study = measure_chunks(scan_chunks(ctx.store, ctx.collection), embedder.count_tokens, embedder.max_tokens,
+                           ours=ctx.store.owned(ctx.collection) is not False,
                            min_tokens=fragment_min_length, max_heading_share=fragment_max_heading_share)
     texts = study_queries(ctx.retriever, golden_set, headings_per_file, queries)
     answered, wins = fragment_wins(ctx.retriever, texts, study)

@@ -133,7 +133,8 @@ def lines(f: Inspection) -> list[str]:
         out.append(f"  {t['model']}: {cos}")
     ln = f.lengths
     if ln.get("sample"):
-        out.append(f"chunk lengths ({ln['sample']} chunks, in this model's tokens): median {ln['tokens_p50']:.0f}, "
+        of = f"{ln['sample']} of {f.points} chunks sampled" if ln["sample"] < f.points else f"{ln['sample']} chunks"
+        out.append(f"chunk lengths ({of}, in this model's tokens as it reads them): median {ln['tokens_p50']:.0f}, "
                    f"p95 {ln['tokens_p95']:.0f}, longest {ln['tokens_max']}; {ln['over_window']} "
                    f"({ln['over_window_share']:.0%}) exceed the {ln['window']}-token window (the model reads only "
                    "the first part of those)")
