@@ -9,7 +9,8 @@ no file is read from disk, and nothing is written. One pass reads ``content``, `
 from __future__ import annotations
 
 import re
-from collections.abc import Sequence
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from operator import attrgetter
 from typing import Any
@@ -135,6 +136,10 @@ def read_pages(store: Any, collection: str) -> tuple[list[Page], list[str]]:
         page.chunks.append(Chunk(str(chunk_ids[i] or cols.ids[i]), contents[i] or "",
                                  seq if seq.__class__ is int else None,
                                  section if section and not section.isspace() else None))
+    if suffix := _site_suffix(pages.values()):
+        for page in pages.values():
+            if page.title and page.title.endswith(suffix):
+                page.title = page.title[:-len(suffix)].rstrip() or page.title
     for page in pages.values():
         ordered = all(c.sequence is not None for c in page.chunks)
         page.chunks.sort(key=_SEQUENCE if ordered else _reading_order)
@@ -145,6 +150,20 @@ def read_pages(store: Any, collection: str) -> tuple[list[Page], list[str]]:
 
 
 _SEQUENCE = attrgetter("sequence")
+#: A separator and a site's name at the end of a title, as HTML titles carry it ("Page | Site", "Page - Site").
+_SITE_SUFFIX = re.compile(r"\s[|·–—-]\s[^|·–—]+$")
+
+
+def _site_suffix(pages: Iterable[Page]) -> str | None:
+    """The suffix (separator and site name) that ends at least 80% of the titled pages' titles, three or more: the
+    site's name a team's scraper kept from each page's HTML title ("The NVIDIA Isaac Platform | Physical AI &
+    Humanoid Robotics", team #12). A question drafted from a title does not carry it; None when titles share none."""
+    titles = [p.title for p in pages if p.title]
+    ends = Counter(m.group(0) for t in titles if (m := _SITE_SUFFIX.search(t)))
+    if not ends:
+        return None
+    suffix, n = ends.most_common(1)[0]
+    return suffix if n >= 3 and n >= 0.8 * len(titles) else None
 
 
 def _reading_order(chunk: Chunk) -> tuple[bool, int]:
