@@ -7,12 +7,17 @@ retriever is given the question and top-k only) is applied to its answer, and sa
 scored below it, a ``source_prefix`` or ``section`` keeps matching results. An errored question is a response
 with ``error`` set, never an empty answer. Everything else (``store``, ``embedder``, ``collection``...) is the
 configured collection's, when there is one.
+
+A retriever that returns no score (or a distance that cannot be a cosine one) gets ``1/rank`` as each result's score,
+a stand-in that keeps the ranking; each such response carries :data:`NO_SCORE` in its warnings. That warning is the
+one mark: :func:`rank_stand_in` reads it, and every gate or recommendation that reads a score asks it first and is
+not applicable when the scores are stand-ins (rank-based gates still judge).
 """
 
 from __future__ import annotations
 
 import hashlib
-from collections.abc import Sequence
+from collections.abc import Iterable, Sequence
 from datetime import UTC, datetime
 from typing import Any
 
@@ -22,10 +27,18 @@ from retrieval_lib.retrievers.base import QuestionRetriever
 from retrieval_lib.retrievers.spec import Answer, Hit
 from retrieval_lib.validation import validate_params, validate_query
 
-__all__ = ["AnsweringSearch", "result_from_hit", "NO_SCORE"]
+__all__ = ["AnsweringSearch", "result_from_hit", "NO_SCORE", "RANKS_ONLY", "rank_stand_in"]
 
-#: The warning a response carries when the retriever returned no score.
-NO_SCORE = "the retriever returns no score: raw_score is a rank stand-in (1/rank), not a similarity"
+#: Why a gate that reads a score is not applicable to a retriever's answers without one.
+RANKS_ONLY = "the retriever returns no score: ranks only"
+#: The warning a response carries when the retriever returned no score: the one mark of rank stand-ins.
+NO_SCORE = f"{RANKS_ONLY} (raw_score is a rank stand-in, 1/rank, not a similarity)"
+
+
+def rank_stand_in(responses: Iterable[SearchResponse]) -> str | None:
+    """Why the scores of ``responses`` are no similarity (:data:`RANKS_ONLY`) when one of them holds rank
+    stand-ins (:data:`NO_SCORE`), else None: what every gate that reads a score asks first."""
+    return RANKS_ONLY if any(NO_SCORE in r.warnings for r in responses) else None
 
 
 def _point_id(hit: Hit) -> str:

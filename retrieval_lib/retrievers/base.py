@@ -73,6 +73,8 @@ class MappedRetriever:
                 results = self.spec.results
             else:
                 results, fields, evidence = infer_mapping(raw)
+            if {"score", "distance"} & set(self.spec.fields):  # the profile's score or distance, never both
+                fields = {k: v for k, v in fields.items() if k not in ("score", "distance")}
             self.mapping = ResultMapping(results, {**fields, **self.spec.fields})
             self.mapping_evidence = evidence
         return self.mapping

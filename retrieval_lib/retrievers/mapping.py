@@ -9,12 +9,17 @@ from a collection (it reuses :func:`~retrieval_lib.collection.infer_roles` on th
 - **content, source_url, source_file, title, chunk_id**: the payload-role rules (the longest text; URL-like
   values; a file-like key; known names, also nested under ``metadata``);
 - **score**: a numeric key named ``score``, ``similarity``, ``relevance`` ... (top level, then ``metadata``);
+- **distance** (lower is better): a numeric key named ``distance``, ``dist``, ``_distance`` ..., or a score whose
+  values rise down the ranking; read once, as the similarity ``1 - distance``, which assumes a cosine distance
+  (:func:`similarity_from_distance`; a value outside [0, 2] is none, and that result has no score: ranks stand in).
+  A profile that maps ``score`` to a key named like a distance is read the same way, and says so (``notes``);
 - a list of plain strings is a list of contents.
 """
 
 from __future__ import annotations
 
 import json
+import math
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -28,7 +33,8 @@ from retrieval_lib.collection.infer import CANDIDATES
 from retrieval_lib.errors import ConfigurationError
 from retrieval_lib.retrievers.spec import HIT_FIELDS, Hit
 
-__all__ = ["ResultMapping", "NoResultsList", "infer_mapping", "empty_results"]
+__all__ = ["ResultMapping", "NoResultsList", "infer_mapping", "infer_score", "empty_results",
+           "similarity_from_distance", "score_order", "DISTANCE_NAMES", "COSINE_ASSUMED"]
 
 #: Names a list of results goes by, most likely first.
 LIST_NAMES = ("results", "hits", "documents", "docs", "chunks", "matches", "sources", "contexts", "passages",
@@ -36,6 +42,12 @@ LIST_NAMES = ("results", "hits", "documents", "docs", "chunks", "matches", "sour
 #: Names a result's score goes by.
 SCORE_NAMES = ("score", "similarity", "similarity_score", "relevance", "relevance_score", "rerank_score",
                "_score", "cosine", "cosine_similarity")
+#: Names a result's distance goes by (lower is better): read as a cosine distance.
+DISTANCE_NAMES = ("distance", "_distance", "dist", "cosine_distance", "vector_distance")
+#: What reading a distance assumes, said wherever a distance is read.
+COSINE_ASSUMED = "read as similarity = 1 - distance, which assumes a cosine distance (1 - cosine)"
+#: A cosine distance lies in [0, 2]; this much float noise past either end is still one.
+_DISTANCE_SLACK = 1e-6
 #: The payload roles that are also hit fields.
 _ROLE_FIELDS = ("content", "source_url", "source_file", "title", "chunk_id")
 #: Names seen in teams' search answers beyond the payload-role vocabulary (tried after it).
@@ -87,6 +99,19 @@ def _number(value: Any) -> float | None:
         return None
 
 
+def similarity_from_distance(distance: float | None) -> float | None:
+    """The similarity a cosine distance stands for (``1 - distance``), or None when ``distance`` is none or cannot be
+    a cosine distance (outside [0, 2]: an L2 or another metric's distance): that result then has no score."""
+    if distance is None or math.isnan(distance) or not -_DISTANCE_SLACK <= distance <= 2 + _DISTANCE_SLACK:
+        return None
+    return 1.0 - min(2.0, max(0.0, distance))
+
+
+def _last_key(expr: str) -> str:
+    """The last key of a key-only expression (``metadata.distance`` -> ``distance``), lowercased."""
+    return expr.split("||")[0].strip().rsplit(".", 1)[-1].strip('"').lower()
+
+
 def _is_false(value: Any) -> bool:
     """JMESPath's falsehood (what ``||`` skips): empty string, list, object, null, false; never 0."""
     return value is None or value is False or (isinstance(value, (str, list, dict)) and not value)
@@ -127,12 +152,25 @@ def _direct(node: Mapping[str, Any]) -> Any:
 
 @dataclass(frozen=True)
 class ResultMapping:
-    """A compiled ``results`` path and ``fields`` mapping (workbook name -> JMESPath inside one result)."""
+    """A compiled ``results`` path and ``fields`` mapping (workbook name -> JMESPath inside one result).
+
+    ``fields`` may map ``distance`` (lower is better) instead of ``score``: each result's score is then
+    :func:`similarity_from_distance` of it. A ``score`` mapped to a key named like a distance (:data:`DISTANCE_NAMES`)
+    is read as that distance, and ``notes`` says so (the probe prints it, and writes ``distance:`` in the profile).
+    """
 
     results: str
     fields: dict[str, str] = field(default_factory=dict)
+    notes: tuple[str, ...] = field(default=(), compare=False)
 
     def __post_init__(self) -> None:
+        score = self.fields.get("score")
+        if score is not None and "distance" not in self.fields and _last_key(score) in DISTANCE_NAMES:
+            moved = {("distance" if k == "score" else k): v for k, v in self.fields.items()}
+            object.__setattr__(self, "fields", moved)
+            object.__setattr__(self, "notes", (*self.notes, (
+                f"distance: `{score}`, mapped as the score but named like a distance (lower is better): "
+                f"{COSINE_ASSUMED}; write `distance: {score}` in the profile's fields to say so")))
         try:
             compiled = {"results": jmespath.compile(self.results)}
             compiled |= {name: jmespath.compile(expr) for name, expr in self.fields.items()}
@@ -163,8 +201,11 @@ class ResultMapping:
         getters = [(name, self._getters[name]) for name in self.fields]  # type: ignore[attr-defined]
         for rank, item in enumerate(self.result_list(answer)[:top_k], start=1):
             values = {name: get(item) for name, get in getters}
+            score = _number(values.get("score"))
+            if score is None and "distance" in values:  # lower is better: converted once, here
+                score = similarity_from_distance(_number(values["distance"]))
             out.append(Hit(rank=rank, content=_text(values.get("content")), source_url=_text(values.get("source_url")),
-                           source_file=_text(values.get("source_file")), score=_number(values.get("score")),
+                           source_file=_text(values.get("source_file")), score=score,
                            chunk_id=_text(values.get("chunk_id")), title=_text(values.get("title"))))
         return out
 
@@ -186,9 +227,9 @@ def _lists(value: Any, path: str = "", depth: int = 0) -> list[tuple[str, list[A
     return found
 
 
-def _score_key(items: Sequence[Mapping[str, Any]]) -> str | None:
+def _score_key(items: Sequence[Mapping[str, Any]], names: Sequence[str] = SCORE_NAMES) -> str | None:
     for nest in ("", "metadata."):
-        for name in SCORE_NAMES:
+        for name in names:
             values = [(_nested(item, nest + name)) for item in items]
             if any(v is not None for v in values) and all(v is None or _number(v) is not None for v in values):
                 return nest + name
@@ -262,18 +303,75 @@ def infer_mapping(answer: Any) -> tuple[str, dict[str, str], list[str]]:
                     fields[role] = jmespath_of(key)
                     evidence.append(f"{role}: `{key}`, a known name for it (one value across this answer)")
                     break
-    score = _score_key(items)
-    if score:
-        fields["score"] = jmespath_of(score)
-        evidence.append(f"score: `{score}`, a number under a known name")
-    else:
-        evidence.append("score: none of " + ", ".join(SCORE_NAMES[:4]) + "... holds a number: ranks stand in")
-    missing = [f for f in HIT_FIELDS if f not in fields and f not in ("source_url", "source_file")]
+    _score_or_distance(items, fields, evidence)
+    missing = [f for f in HIT_FIELDS if f not in fields and f not in ("source_url", "source_file")
+               and not (f == "score" and "distance" in fields)]
     if "source_url" not in fields and "source_file" not in fields:
         missing.insert(1, "source")
     if missing:
         evidence.append("not found: " + ", ".join(missing) + f" (a result holds {_keys_of(items[0])})")
     return path, fields, evidence
+
+
+def score_order(values: Sequence[float | None]) -> str | None:
+    """``"rises"`` when ``values`` (in rank order) never fall and end higher than they start (a distance: lower is
+    better), ``"falls"`` for the mirror (a similarity), None when there are fewer than two numbers or they are
+    all equal or go both ways."""
+    numbers = [v for v in values if v is not None]
+    if len(numbers) < 2 or numbers[0] == numbers[-1]:
+        return None
+    pairs = list(zip(numbers, numbers[1:]))
+    if all(a <= b for a, b in pairs):
+        return "rises"
+    return "falls" if all(a >= b for a, b in pairs) else None
+
+
+def _shown(values: Sequence[float | None]) -> str:
+    numbers = [v for v in values if v is not None]
+    return ", ".join(f"{v:.3g}" for v in numbers[:4]) + (" ..." if len(numbers) > 4 else "")
+
+
+def infer_score(items: Sequence[Any]) -> tuple[dict[str, str], list[str]]:
+    """The ``score`` or ``distance`` field that fits ``items`` (one answer's results), with its evidence: ({}, [...])
+    when none does or the results are not objects. What a probe adds to a profile that maps neither."""
+    fields: dict[str, str] = {}
+    evidence: list[str] = []
+    if items and all(isinstance(item, Mapping) for item in items):
+        _score_or_distance(items, fields, evidence)
+    return fields, evidence
+
+
+def _score_or_distance(items: Sequence[Mapping[str, Any]], fields: dict[str, str],
+                       evidence: list[str]) -> None:
+    """Map ``score`` (higher is better) or ``distance`` (lower is better), with the evidence for the choice: a
+    number named like a score is a score unless its values rise down the ranking; else one named like a distance
+    is a distance; else ranks stand in."""
+    key = _score_key(items)
+    values = [_number(_nested(item, key)) for item in items] if key else []
+    if key and score_order(values) != "rises":
+        fields["score"] = jmespath_of(key)
+        evidence.append(f"score: `{key}`, a number under a known name")
+        return
+    if key:
+        fields["distance"] = jmespath_of(key)
+        evidence.append(f"distance: `{key}` is named like a score, but its values rise down the ranking "
+                        f"({_shown(values)}): a distance, lower is better; {COSINE_ASSUMED}")
+    else:
+        key = _score_key(items, DISTANCE_NAMES)
+        if not key:
+            evidence.append("score: none of " + ", ".join(SCORE_NAMES[:4]) + "... or " + ", ".join(DISTANCE_NAMES[:3])
+                            + "... holds a number: ranks stand in (the gates that read a score are not applicable)")
+            return
+        values = [_number(_nested(item, key)) for item in items]
+        fields["distance"] = jmespath_of(key)
+        order = score_order(values)
+        evidence.append(f"distance: `{key}`, a number named like a distance (lower is better"
+                        + (f"; its values rise down the ranking: {_shown(values)}" if order == "rises" else
+                           f"; yet its values fall down the ranking: {_shown(values)}, check it" if order == "falls"
+                           else "") + f"): {COSINE_ASSUMED}")
+    if any(v is not None and similarity_from_distance(v) is None for v in values):
+        evidence.append(f"distance: values outside [0, 2] ({_shown(values)}) are no cosine distance: those results "
+                        "have no score, ranks stand in (the gates that read a score are not applicable)")
 
 
 def _used(fields: Mapping[str, str]) -> set[str]:

@@ -12,11 +12,13 @@ import pydantic
 
 from retrieval_lib.config import Settings
 from retrieval_lib.errors import ConfigurationError, ParamsError
+from retrieval_lib.retrievers.as_search import RANKS_ONLY
 from retrieval_lib.retrievers.base import MappedRetriever, QuestionRetriever
 from retrieval_lib.retrievers.child import PythonRetriever
 from retrieval_lib.retrievers.collection import CollectionRetriever
 from retrieval_lib.retrievers.http import HttpRetriever
-from retrieval_lib.retrievers.spec import RetrieverSpec, redact
+from retrieval_lib.retrievers.mapping import COSINE_ASSUMED, ResultMapping, infer_score, score_order
+from retrieval_lib.retrievers.spec import Hit, RetrieverSpec, redact
 from retrieval_lib.search import Retriever
 
 __all__ = ["parse_spec", "team_retriever", "open_retriever", "probe_retriever", "ProbeReport", "PROBE_TRIES"]
@@ -136,12 +138,45 @@ class ProbeReport:
         out.append(f"mapping: results at `{self.results}`; "
                    + ", ".join(f"{k}=`{v}`" for k, v in self.fields.items()))
         out += [f"  {line}" for line in self.evidence]
+        distance = "distance" in self.fields and "score" not in self.fields
         for hit in self.hits[:3]:
             text = (hit.get("content") or "")[:70].replace("\n", " ")
             score = hit.get("score")
+            shown = (f"  distance {1 - score:.3f} -> score {score:.3f}" if distance else f"  score {score:.3f}"
+                     ) if isinstance(score, float) else ""
             out.append(f"  #{hit['rank']} {hit.get('source_url') or hit.get('source_file') or '(no source)'}"
-                       + (f"  score {score:.3f}" if isinstance(score, float) else "") + f"  {text!r}")
+                       + shown + f"  {text!r}")
+        if self.hits and all(h.get("score") is None for h in self.hits):
+            out.append(f"  {RANKS_ONLY}; 1/rank stands in, and the gates that read a score (01's order and no-match, "
+                       "02's three, 05's min_score and negatives) are not applicable")
         return out
+
+
+def _distance_if_rising(mapping: ResultMapping, hits: Sequence[Hit]) -> ResultMapping:
+    """The profile's mapping with its ``score`` read as a ``distance`` when the answer's scores rise down the
+    ranking (lower is better), with a note that says so; else ``mapping``. (An inferred score never rises:
+    :func:`~retrieval_lib.retrievers.mapping.infer_mapping` made the same choice on the same answer.)"""
+    expr = mapping.fields.get("score")
+    scores = [h.score for h in hits]
+    if expr is None or "distance" in mapping.fields or score_order(scores) != "rises":
+        return mapping
+    fields = {("distance" if k == "score" else k): v for k, v in mapping.fields.items()}
+    shown = ", ".join(f"{s:.3g}" for s in scores[:4] if s is not None)
+    return ResultMapping(mapping.results, fields, notes=(*mapping.notes, (
+        f"distance: `{expr}`, mapped as the score, rises down the ranking ({shown}): a distance, lower is better; "
+        f"{COSINE_ASSUMED}; the profile written says `distance: {expr}`")))
+
+
+def _score_of(mapping: ResultMapping, raw: Any) -> ResultMapping:
+    """The profile's mapping with the score (or distance) the answer holds added, when it maps neither, with the
+    evidence as a note; else ``mapping``."""
+    if "score" in mapping.fields or "distance" in mapping.fields:
+        return mapping
+    found, evidence = infer_score(mapping.result_list(raw))
+    if not found:
+        return mapping
+    return ResultMapping(mapping.results, {**mapping.fields, **found}, notes=(
+        *mapping.notes, *(f"{line} (the profile maps no score: added)" for line in evidence)))
 
 
 def probe_retriever(spec: RetrieverSpec | Mapping[str, Any] | str, question: str, *, top_k: int = 5,
@@ -191,12 +226,15 @@ def probe_retriever(spec: RetrieverSpec | Mapping[str, Any] | str, question: str
                    "threshold or a filter in its code; notebook 15 names it)" if len(asked) > 1 else "")), \
                 "empty answer"
             return report
+        hits = answer.hits
+        if (fixed := _score_of(_distance_if_rising(mapping, hits), retriever.last_raw)) is not mapping:
+            mapping, hits = fixed, fixed.hits(retriever.last_raw, top_k)
         report.results, report.fields = mapping.results, dict(mapping.fields)
-        report.evidence = list(retriever.mapping_evidence) or ["the profile gives results and fields"]
+        report.evidence = [*(retriever.mapping_evidence or ["the profile gives results and fields"]), *mapping.notes]
         if len(asked) > 1:
             report.evidence.insert(0, f"{len(asked) - 1} question(s) answered with no results first: "
                                       + ", ".join(repr(q) for q in asked[:-1]))
-        report.hits = [h.model_dump() for h in answer.hits]
+        report.hits = [h.model_dump() for h in hits]
         report.spec = parsed.model_copy(update={"results": mapping.results, "fields": dict(mapping.fields)}).public()
     finally:
         retriever.close()

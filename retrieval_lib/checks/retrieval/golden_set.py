@@ -46,6 +46,7 @@ from retrieval_lib.checks.collection.collection_health import PayloadScan, recor
 from retrieval_lib.checks.gates import GOLDEN_NEGATIVES, GOLDEN_PASSES, HEALTH_COMPLETENESS
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.params import GoldenQuery, GoldenSet, NegativeQuery, load_golden_set
+from retrieval_lib.retrievers.as_search import rank_stand_in
 from retrieval_lib.search import Retriever
 from retrieval_lib.workbook.check import NotApplicable
 from retrieval_lib.workbook.plots import plain_figure
@@ -157,13 +158,16 @@ def _judge(q: GoldenQuery, response: SearchResponse, kind: str, pages: Sequence[
     relevant = [(rank, r) for rank, r in enumerate(response.results, 1)
                 if any(matches(r, p) for p in q.expected_url_patterns)]
     rank = relevant[0][0] if relevant else None
-    best = round(max(r.similarity_score for _, r in relevant), 4) if relevant else None
-    passed = any(r.similarity_score >= q.min_score for _, r in relevant)
-    reason = (f"expected page at rank {rank}" if passed else
+    unscored = rank_stand_in([response])  # rank stand-ins: the rank is all there is to judge, min_score is not
+    best = round(max(r.similarity_score for _, r in relevant), 4) if relevant and not unscored else None
+    passed = bool(relevant) if unscored else any(r.similarity_score >= q.min_score for _, r in relevant)
+    reason = (f"expected page at rank {rank}" + (f" (min_score not applied: {unscored})" if unscored else "")
+              if passed else
               f"expected page at rank {rank} but its score {best:.3f} < min_score {q.min_score:g}" if relevant else
               f"no expected page in the top {response.top_k} (top: {top.source_file if top else None})")
     return QueryOutcome(query=q.query, kind=kind, passed=passed, reason=reason, first_relevant_rank=rank,
-                        best_relevant_score=best, top_score=round(top.similarity_score, 4) if top else None,
+                        best_relevant_score=best,
+                        top_score=round(top.similarity_score, 4) if top and not unscored else None,
                         top_source=top.source_file if top else None, threshold=q.min_score,
                         expected_url_patterns=tuple(q.expected_url_patterns),
                         relevant_pages=relevant_pages(q.expected_url_patterns, pages))
@@ -171,6 +175,10 @@ def _judge(q: GoldenQuery, response: SearchResponse, kind: str, pages: Sequence[
 
 def _judge_negative(neg: NegativeQuery, response: SearchResponse) -> QueryOutcome:
     top = response.results[0] if response.results else None
+    if top is not None and (unscored := rank_stand_in([response])):  # results, and no score to hold to max_score
+        return QueryOutcome(query=neg.query, kind="negative", passed=False, threshold=neg.max_score,
+                            reason=f"not judged ({unscored}): {len(response.results)} results",
+                            top_source=top.source_file)
     ok = top is None or all(r.similarity_score < neg.max_score for r in response.results)
     reason = ("no results" if top is None else
               f"top score {top.similarity_score:.3f} {'<' if ok else '>='} max_score {neg.max_score:g}")
@@ -384,7 +392,9 @@ class GoldenSetCheck:
         """
         for name, frame in self.tables().items():
             report.table(frame, name)
-        report.figure(scores_figure(self.validation), "scores_vs_thresholds", show=show)
+        unscored = rank_stand_in(self.validation.responses)  # rank stand-ins: no score to draw or judge
+        if not unscored:
+            report.figure(scores_figure(self.validation), "scores_vs_thresholds", show=show)
         # gates: at least required_passes golden queries pass; every negative passes; metadata completeness (from
         # the scan behind validation.metadata_completeness) >= min_metadata_completeness
         v, k, scan, golden = self.validation, self.validation.top_k, self.scan, self.golden
@@ -400,15 +410,22 @@ class GoldenSetCheck:
             report, v.passed_queries >= v.required_passes, fill={"required_passes": v.required_passes},
             value=v.passed_queries, threshold=v.required_passes, rule=">=", unit="queries", hint=golden_hint(v),
             detail=f"{v.passed_queries}/{len(gold)} golden queries found an expected page in the top {k} "
-                   "with score >= min_score (negatives not counted)",
+                   + (f"(min_score not applied: {unscored})" if unscored else "with score >= min_score")
+                   + " (negatives not counted)",
             provenance=golden.provenance)
-        GOLDEN_NEGATIVES.record(
-            report, v.negatives_passed == v.negatives_total, value=v.negatives_passed, threshold=v.negatives_total,
-            rule="==", unit="negatives",
-            hint="an out-of-domain query scored at or above its max_score: the collection holds text on that "
-                 "topic, or the golden set file's max_score is too low for this embedder",
-            detail=f"{v.negatives_passed}/{v.negatives_total} negatives empty or below max_score",
-            provenance=golden.negatives_provenance, noun="negatives")
+        unjudged = [o for o, r in zip(v.outcomes, v.responses)  # negatives answered with rank stand-ins
+                    if o.kind == "negative" and r.results and rank_stand_in([r])]
+        if unjudged:
+            GOLDEN_NEGATIVES.not_applicable(report, f"{unscored}; {len(unjudged)} of {len(negs)} negatives got "
+                                                    "results, with no score to hold to max_score")
+        else:
+            GOLDEN_NEGATIVES.record(
+                report, v.negatives_passed == v.negatives_total, value=v.negatives_passed,
+                threshold=v.negatives_total, rule="==", unit="negatives",
+                hint="an out-of-domain query scored at or above its max_score: the collection holds text on that "
+                     "topic, or the golden set file's max_score is too low for this embedder",
+                detail=f"{v.negatives_passed}/{v.negatives_total} negatives empty or below max_score",
+                provenance=golden.negatives_provenance, noun="negatives")
         record_completeness(report, scan, self.min_metadata_completeness)
 
         extra_passed = sum(o.passed for o in extra)
@@ -423,7 +440,10 @@ class GoldenSetCheck:
         for o in gold + extra:
             if not o.passed:
                 report.finding(f"FAILED {o.kind} {o.query!r}: {o.reason}")
-        if negs:
+        if negs and unjudged:
+            report.finding(f"{len(negs) - len(unjudged)}/{len(negs)} negatives got no result; {len(unjudged)} got "
+                           f"results that cannot be judged ({unscored})")
+        elif negs:
             worst = max(negs, key=lambda o: o.top_score or 0.0)
             report.finding(f"{v.negatives_passed}/{len(negs)} negatives returned nothing relevant; highest negative "
                            f"top score {worst.top_score or 0.0:.3f} ({worst.query!r}, max_score {worst.threshold:g})")

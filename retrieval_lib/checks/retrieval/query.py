@@ -5,6 +5,11 @@ first; US2 for ``top_k`` and ``similarity_threshold`` to be honoured; US4 /
 FR-007 for every payload field (:data:`~retrieval_lib.models.PAYLOAD_FIELDS`)
 and the full text; and the edge case "no semantic match above the threshold"
 for an empty result with a warning, never an error.
+
+A team's retriever that returns no score has rank stand-ins for scores
+(:func:`~retrieval_lib.retrievers.as_search.rank_stand_in`): the order and
+no-match gates read scores and are then not applicable; the limits gate judges
+the count alone.
 """
 
 from __future__ import annotations
@@ -16,6 +21,7 @@ from typing import TYPE_CHECKING, Any
 from retrieval_lib.checks.gates import QUERY_LIMITS, QUERY_METADATA, QUERY_NO_MATCH, QUERY_ORDERED
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import PAYLOAD_FIELDS, SearchResponse, SearchResult
+from retrieval_lib.retrievers.as_search import rank_stand_in
 from retrieval_lib.validation import validate_params
 from retrieval_lib.workbook.frames import results_frame
 
@@ -83,14 +89,19 @@ class QueryAnswers:
         served, threshold, _ = validate_params(top_k, similarity_threshold)
         report.table(self.tables()["results"], "results")
         results = [res for r in responses for res in r.results]
+        unscored = rank_stand_in([*responses, no_match])  # rank stand-ins: nothing here reads them as scores
         unordered = [r.query_text for r in responses
                      if any(a.raw_score < b.raw_score for a, b in zip(r.results, r.results[1:]))]
         missing = sorted({f for res in results for f in res.missing_fields})
-        beyond = [r.query_text for r in responses
-                  if r.total_results > served or any(res.similarity_score < threshold for res in r.results)]
-        QUERY_ORDERED.record(report, not unordered,
-                             detail="not ordered: " + ", ".join(map(repr, unordered)) if unordered
-                             else "every query's list is non-increasing")
+        beyond = [r.query_text for r in responses if r.total_results > served
+                  or (not unscored and any(res.similarity_score < threshold for res in r.results))]
+        if unscored:
+            QUERY_ORDERED.not_applicable(report, f"{unscored}; the order is the retriever's own, no score to read it "
+                                                 "by")
+        else:
+            QUERY_ORDERED.record(report, not unordered,
+                                 detail="not ordered: " + ", ".join(map(repr, unordered)) if unordered
+                                 else "every query's list is non-increasing")
         # a field no result carries and none misses is one the collection never holds (its payload roles)
         seen = {f for res in results for f in PAYLOAD_FIELDS if getattr(res, f) not in (None, "")} | set(missing)
         unheld = [f for f in PAYLOAD_FIELDS if f not in seen]
@@ -103,18 +114,26 @@ class QueryAnswers:
                             value=max((r.total_results for r in responses), default=0), threshold=top_k,
                             hint="the search returned more than top_k results or a score below the threshold: a bug "
                                  "in retrieval_lib.search, not a setting",
-                            detail=f"at most {served} results per query, every score >= {similarity_threshold:g}"
+                            detail=f"at most {served} results per query"
+                                   + (f" (the threshold not judged: {unscored})" if unscored else
+                                      f", every score >= {similarity_threshold:g}")
                                    + (f"; broken by: {', '.join(map(repr, beyond))}" if beyond else ""))
-        QUERY_NO_MATCH.record(report, no_match.is_empty and bool(no_match.warnings),
-                              value=no_match.total_results, threshold=no_match.similarity_threshold,
-                              detail=f"{no_match.total_results} results, warning: " + "; ".join(no_match.warnings))
+        if unscored:
+            QUERY_NO_MATCH.not_applicable(report, f"{unscored}; a threshold has no score to hold the results to "
+                                                  f"({no_match.total_results} results at threshold "
+                                                  f"{no_match.similarity_threshold:g})")
+        else:
+            QUERY_NO_MATCH.record(report, no_match.is_empty and bool(no_match.warnings),
+                                  value=no_match.total_results, threshold=no_match.similarity_threshold,
+                                  detail=f"{no_match.total_results} results, warning: " + "; ".join(no_match.warnings))
         for r in responses:
             if r.results:
                 best = r.results[0]
                 report.finding(f"{r.query_text!r}: top hit {best.source_file} § {best.section_title!r} "
-                               f"(score {best.similarity_score:.2f}); {r.total_results} results")
+                               + ("(no score: ranks only)" if unscored else f"(score {best.similarity_score:.2f})")
+                               + f"; {r.total_results} results")
             else:
                 report.finding(f"{r.query_text!r}: no result above {similarity_threshold}")
         top1 = [r.results[0].similarity_score for r in responses if r.results]
         report.metric("queries", len(responses))
-        report.metric("mean_top1_score", sum(top1) / max(1, len(top1)))
+        report.metric("mean_top1_score", None if unscored else sum(top1) / max(1, len(top1)))

@@ -8,6 +8,11 @@ figures that answer where a similarity threshold should sit: every score, how ma
 
 A query with no result at all (possible only with a threshold or a filter)
 has a top-1 of NaN: it keeps nothing at any threshold.
+
+A team's retriever that returns no score gives rank stand-ins
+(:func:`~retrieval_lib.retrievers.as_search.rank_stand_in`): all three gates and
+the recommended threshold read scores, so they are not applicable; the findings
+say how many queries of each set the retriever answered at all.
 """
 
 from __future__ import annotations
@@ -33,6 +38,7 @@ from retrieval_lib.checks.retrieval._thresholds import (
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.params import Provenance
+from retrieval_lib.retrievers.as_search import rank_stand_in
 from retrieval_lib.workbook.plots import plain_figure
 from retrieval_lib.workbook.runfiles import write_run
 
@@ -108,6 +114,11 @@ class ScoreStudy:
     @property
     def ood_top1(self) -> list[float]:
         return top1_scores(self.out_of_domain)
+
+    @property
+    def unscored(self) -> str | None:
+        """Why the answers' scores are rank stand-ins and no similarity, or None when they are scores."""
+        return rank_stand_in(self.in_domain + self.out_of_domain)
 
     @property
     def gap(self) -> ThresholdGap:
@@ -220,6 +231,7 @@ class ScoreDistributions:
         """``study``'s result, with the recommended threshold's intervals (``resamples`` bootstrap rounds); none when
         a set has no query with a result (the range gate then fails, saying "0 scores")."""
         answered = all(any(not math.isnan(s) for s in top1) for top1 in (study.in_top1, study.ood_top1))
+        answered = answered and not study.unscored  # rank stand-ins have no threshold to interval
         uncertainty = _thresholds.measure(study.in_top1, study.ood_top1, resamples=resamples) if answered else None
         return cls(study, uncertainty, candidate_threshold, min_separation, provenance)
 
@@ -230,8 +242,11 @@ class ScoreDistributions:
 
     def __str__(self) -> str:
         study = self.study
-        return (f"{len(study.in_domain)} in-domain and {len(study.out_of_domain)} out-of-domain queries, top "
-                f"{study.top_k}: {len(study.frame())} scores\n{study.gap.describe()}\n{self._interval()}")
+        head = (f"{len(study.in_domain)} in-domain and {len(study.out_of_domain)} out-of-domain queries, top "
+                f"{study.top_k}: {len(study.frame())} ")
+        if study.unscored:
+            return head + f"results\n{study.unscored}; no threshold can be read from the answers"
+        return head + f"scores\n{study.gap.describe()}\n{self._interval()}"
 
     def _interval(self) -> str:
         return self.uncertainty.sentence() if self.uncertainty is not None else (
@@ -239,8 +254,11 @@ class ScoreDistributions:
 
     def tables(self) -> dict[str, Any]:
         """``scores`` (every result), ``top1_per_query``, ``top1_summary`` (per set) and ``tradeoff`` (per
-        threshold, the share of each set that keeps a result)."""
+        threshold, the share of each set that keeps a result); with rank stand-ins for scores, the first two only
+        (their scores are 1/rank: no summary or threshold reads them)."""
         study = self.study
+        if study.unscored:
+            return {"scores": study.frame(), "top1_per_query": per_query_frame(study)}
         return {"scores": study.frame(), "top1_per_query": per_query_frame(study),
                 "top1_summary": top1_summary({"in_domain": study.in_top1, "out_of_domain": study.ood_top1}),
                 "tradeoff": threshold_tradeoff(study.in_top1, study.ood_top1).round(3)}
@@ -251,6 +269,9 @@ class ScoreDistributions:
         study = self.study
         for name, frame in self.tables().items():
             report.table(frame, name)
+        if study.unscored:
+            self._record_ranks_only(report, study.unscored)
+            return
         report.figure(histogram_figure(study, self.candidate_threshold), "histograms", show=show)
         report.figure(tradeoff_figure(study, self.candidate_threshold), "tradeoff", show=show)
         if self.uncertainty is None:
@@ -310,5 +331,32 @@ class ScoreDistributions:
                             ("separation", gap.width), ("recommended_threshold", gap.recommended),
                             ("negative_raw_scores", clips.negative), ("scores_checked", clips.scores)):
             report.metric(name, value)
+        self._write_run(report)
+
+    def _write_run(self, report: NotebookReport) -> None:
+        study = self.study
         write_run(report, study.in_domain + study.out_of_domain, top_k=study.top_k,  # for a later comparison (14)
                   kinds=["in_domain"] * len(study.in_domain) + ["out_of_domain"] * len(study.out_of_domain))
+
+    def _record_ranks_only(self, report: NotebookReport, reason: str) -> None:
+        """The three gates not applicable (each reads a score), and what the answers say without one: how many
+        queries of each set the retriever answered at all (an out-of-domain question it answers with nothing is
+        rejected by its own threshold or filter)."""
+        study, prov = self.study, self.provenance
+        SCORES_RANGE.not_applicable(report, f"{reason}; no similarity to hold to [0, 1]")
+        SCORES_SEPARATION.not_applicable(report, f"{reason}; no top-1 score to separate the sets by")
+        SCORES_THRESHOLD.not_applicable(report, f"{reason}; no score for a threshold to keep or reject",
+                                        fill={"candidate_threshold": self.candidate_threshold})
+        in_answered = sum(bool(r.results) for r in study.in_domain)
+        ood_answered = sum(bool(r.results) for r in study.out_of_domain)
+        report.finding(f"{reason}; no threshold can be recommended from its answers (the scores shown are 1/rank "
+                       "stand-ins)")
+        report.finding(f"the retriever answered {in_answered}/{len(study.in_domain)} in-domain and {ood_answered}/"
+                       f"{len(study.out_of_domain)} out-of-domain queries with at least one result (an empty answer "
+                       "is its own threshold or filter at work)")
+        if prov is not None and prov.marked:
+            report.finding(f"the query sets hold {prov.drafted} drafted and {prov.reviewed} reviewed queries")
+        for name, value in (("in_domain_queries", len(study.in_domain)), ("ood_queries", len(study.out_of_domain)),
+                            ("in_domain_answered", in_answered), ("ood_answered", ood_answered)):
+            report.metric(name, value)
+        self._write_run(report)
