@@ -72,15 +72,46 @@ def _under(value: str, pattern: str) -> bool:
     return bool(stem) and (value.rstrip("/") == stem or value.startswith(stem + "/"))
 
 
-def url_matches(url: str, pattern: str) -> bool:
-    """True when the URL, or its path, is the pattern's page or lies below it."""
-    return _under(urlsplit(url).path, pattern) or _under(url, pattern)
+def url_matches(url: str, pattern: str, base: Sequence[str] = ()) -> bool:
+    """True when the URL, or its path, is the pattern's page or lies below it; or its path does once the first
+    segments of ``base`` are taken off (the site's base path, :func:`site_base`)."""
+    path = urlsplit(url).path
+    if _under(path, pattern) or _under(url, pattern):
+        return True
+    parts = path.strip("/").split("/")
+    for k in range(1, min(len(base), len(parts)) + 1):
+        if parts[k - 1] != base[k - 1]:
+            break
+        if _under("/" + "/".join(parts[k:]), pattern):
+            return True
+    return False
 
 
-def matches(result: Any, pattern: str) -> bool:
+def site_base(pages: Iterable[str]) -> tuple[str, ...]:
+    """The path segments every page URL starts with: the site's base path and route base
+    (``/physical-ai-book/docs`` for a Docusaurus site on GitHub Pages), empty where pages are files or share none.
+
+    A golden set is written against the site's routes (``/docs/module-01-ros2/urdf``) or its pages' own paths
+    (``/module-01-ros2/urdf``); the collection holds the URLs the site serves, under its base path. A pattern
+    matches a URL whose path matches it once some of these shared segments are taken off: only segments every
+    page has, so a pattern never matches a page of another section.
+    """
+    paths = [urlsplit(u).path.strip("/").split("/") for u in pages if "://" in u or u.startswith("/")]
+    if not paths:
+        return ()
+    common: list[str] = []
+    for segments in zip(*(p[:-1] for p in paths)):  # never a page's own last segment
+        if len(set(segments)) != 1:
+            break
+        common.append(segments[0])
+    return tuple(common)
+
+
+def matches(result: Any, pattern: str, base: Sequence[str] = ()) -> bool:
     """True when the result's URL (or URL path) or source file is the pattern's page or lies below it (``result``:
-    anything with ``source_url`` and ``source_file``, a search result or a side-by-side row)."""
-    return url_matches(result.source_url or "", pattern) or _under(result.source_file or "", pattern)
+    anything with ``source_url`` and ``source_file``, a search result or a side-by-side row); ``base``: as for
+    :func:`url_matches`."""
+    return url_matches(result.source_url or "", pattern, base) or _under(result.source_file or "", pattern)
 
 
 def collection_pages(store: Any, collection: str) -> list[str]:
@@ -91,10 +122,11 @@ def collection_pages(store: Any, collection: str) -> list[str]:
                                                                                                 "source_file"))
 
 
-def relevant_pages(patterns: Iterable[str], pages: Iterable[str]) -> tuple[str, ...]:
-    """The pages (:func:`collection_pages`) that one of ``patterns`` names: a query's relevant pages, in page order."""
+def relevant_pages(patterns: Iterable[str], pages: Iterable[str], base: Sequence[str] = ()) -> tuple[str, ...]:
+    """The pages (:func:`collection_pages`) that one of ``patterns`` names: a query's relevant pages, in page order;
+    ``base``: as for :func:`url_matches`."""
     wanted = list(patterns)
-    return tuple(u for u in pages if any(url_matches(u, p) for p in wanted))
+    return tuple(u for u in pages if any(url_matches(u, p, base) for p in wanted))
 
 
 @dataclass
@@ -153,10 +185,11 @@ class ValidationReport:
         return [o for o in self.outcomes if o.kind == kind]
 
 
-def _judge(q: GoldenQuery, response: SearchResponse, kind: str, pages: Sequence[str]) -> QueryOutcome:
+def _judge(q: GoldenQuery, response: SearchResponse, kind: str, pages: Sequence[str],
+           base: Sequence[str] = ()) -> QueryOutcome:
     top = response.results[0] if response.results else None
     relevant = [(rank, r) for rank, r in enumerate(response.results, 1)
-                if any(matches(r, p) for p in q.expected_url_patterns)]
+                if any(matches(r, p, base) for p in q.expected_url_patterns)]
     rank = relevant[0][0] if relevant else None
     unscored = rank_stand_in([response])  # rank stand-ins: the rank is all there is to judge, min_score is not
     best = round(max(r.similarity_score for _, r in relevant), 4) if relevant and not unscored else None
@@ -170,7 +203,7 @@ def _judge(q: GoldenQuery, response: SearchResponse, kind: str, pages: Sequence[
                         top_score=round(top.similarity_score, 4) if top and not unscored else None,
                         top_source=top.source_file if top else None, threshold=q.min_score,
                         expected_url_patterns=tuple(q.expected_url_patterns),
-                        relevant_pages=relevant_pages(q.expected_url_patterns, pages))
+                        relevant_pages=relevant_pages(q.expected_url_patterns, pages, base))
 
 
 def _judge_negative(neg: NegativeQuery, response: SearchResponse) -> QueryOutcome:
@@ -223,7 +256,8 @@ def evaluate_golden(retriever: Retriever, golden: GoldenSet, *, vector_count: in
     responses = retriever.search_many([q.query for q, _ in asked] + [n.query for n in golden.negatives],
                                       top_k=golden.top_k)
     pages = collection_pages(retriever.store, retriever.collection)
-    outcomes = [_judge(q, r, kind, pages) for (q, kind), r in zip(asked, responses)]
+    base = site_base(pages)
+    outcomes = [_judge(q, r, kind, pages, base) for (q, kind), r in zip(asked, responses)]
     outcomes += [_judge_negative(n, r) for n, r in zip(golden.negatives, responses[len(asked):])]
     gold = [o for o in outcomes if o.kind == "golden"]
     negatives_passed = sum(o.passed for o in outcomes if o.kind == "negative")
