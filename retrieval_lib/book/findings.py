@@ -9,7 +9,10 @@ folder, or ``source``: how the collection names it), computed from a :class:`~re
 - **gone**: a source that maps to no page (renamed or deleted since the ingest), with its chunks (which questions
   still retrieve them is the check's to ask: :mod:`retrieval_lib.checks.collection.book`);
 - **changed**: per ingested page, ``stale / judged``, where a chunk is *stale* when fewer than
-  :data:`FOUND_SHARE` of its shingles are in the page, and *judged* when it has at least one full shingle;
+  :data:`FOUND_SHARE` of its shingles are in the page, and *judged* when it has at least one full shingle; a
+  chunk's text is read without the front matter it starts with, as the page's is
+  (:func:`~retrieval_lib.book.text.drop_front_matter`: a chunker that cut the raw file), so a chunk of front matter
+  alone is not judged, and an edited front matter is no change;
 - **thin**: per ingested page, ``chunks per 1,000 words`` and the share of the page's shingles its chunks cover;
   ``z`` is the modified z-score of the chunks per 1,000 words across pages,
   ``0.6745 (x - median) / MAD`` (0 when MAD is 0); a page is thin when its coverage is below the threshold.
@@ -144,7 +147,7 @@ def _compare(batch: _Batch) -> list[PageComparison]:
     again = np.flatnonzero(ordered[1:] == ordered[:-1]) + 1
 
     chunk_page = np.repeat(np.arange(g), batch.chunks)
-    data, lengths = clean_all(batch.contents)
+    data, lengths = clean_all(batch.contents, strip_front_matter=True)
     ends = np.cumsum(lengths + 1) - 1
     # each chunk's cleaned text without the spaces around it (the same words)
     pieces = list(map(bytes.strip, map(data.__getitem__, map(slice, (ends - lengths).tolist(), ends.tolist()))))

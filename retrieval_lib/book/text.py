@@ -29,7 +29,10 @@ from dataclasses import dataclass
 
 import numpy as np
 
-__all__ = ["SHINGLE", "clean", "clean_all", "words", "words_at", "Words", "position_shingles",
+from retrieval_lib.book.routes import split_front_matter
+from retrieval_lib.errors import DocumentError
+
+__all__ = ["SHINGLE", "clean", "clean_all", "drop_front_matter", "words", "words_at", "Words", "position_shingles",
            "shingles_of", "head_shingles", "keyed", "sort_order", "distinct", "found_in", "found_share"]
 
 #: Words per shingle: long enough that a shared shingle is the same sentence, short enough for a short chunk.
@@ -48,6 +51,9 @@ _SEPARATORS = string.punctuation.encode() + b"\t\n\r\x0b\x0c"
 _FOLD = bytes.maketrans(_SEPARATORS + string.ascii_uppercase.encode(),
                         b" " * len(_SEPARATORS) + string.ascii_lowercase.encode())
 _SPACE = 32
+#: The bytes a text may start with when it starts with front matter (:func:`drop_front_matter`): ``-`` and blank space.
+_LEAD = np.zeros(256, dtype=bool)
+_LEAD[[ord(c) for c in "- \t\n\r\x0b\x0c"]] = True
 # odd 64-bit multipliers of a polynomial hash over word hashes, one per position in the shingle
 _MULT = np.array([0x9E3779B97F4A7C15, 0xC2B2AE3D27D4EB4F, 0x165667B19E3779F9, 0xD6E8FEB86659FD93],
                  dtype=np.uint64)
@@ -81,16 +87,44 @@ def _strip_marks(text: str) -> str:
     return text
 
 
-def clean_all(texts: Sequence[str | None]) -> tuple[bytes, np.ndarray]:
-    """``b" ".join(clean(t) for t in texts)`` and each cleaned text's length in bytes, made at once.
+def drop_front_matter(text: str) -> str:
+    """``text`` without the YAML front matter block it starts with (after blank space), if it starts with one.
+
+    The block is what a page's front matter is (:func:`~retrieval_lib.book.routes.split_front_matter`, the rule the
+    book reads its pages with): ``---`` lines around a YAML mapping. A page's text is read after its front matter,
+    so a chunker that cut the raw file leaves in its first chunk words the page does not hold; without them the
+    chunk is judged on its text (and a chunk of front matter alone has no words: neither found nor stale). A block
+    that is not a mapping (a horizontal rule and the text under it) is not front matter and is kept.
+    """
+    head = text.lstrip()
+    if not head.startswith("---"):
+        return text
+    try:
+        _, body = split_front_matter(head, "")
+    except DocumentError:  # not YAML, or not a mapping: a horizontal rule, not front matter
+        return text
+    return body if body is not head else text
+
+
+def clean_all(texts: Sequence[str | None], *, strip_front_matter: bool = False) -> tuple[bytes, np.ndarray]:
+    """``b" ".join(clean(t) for t in texts)`` and each cleaned text's length in bytes, made at once;
+    ``strip_front_matter``: of each text after :func:`drop_front_matter` (chunks' texts: a chunker may have cut the
+    raw file).
 
     The texts are joined and encoded once; the marks :func:`clean` acts on are looked for in the bytes
     (:func:`_marked`), and only the texts that hold one are cleaned alone, the others are folded with all the
     rest in one pass. The bytes are those of :func:`clean`, text by text (``tests/book/test_book_compare.py``).
+    Front matter is looked for the same way: only a text whose first byte is ``-`` or blank space is read again.
     """
     strs = [t if t else "" for t in texts]
     data, lengths = _encoded(strs)
     changed = False
+    if strip_front_matter and data:
+        starts = (np.cumsum(lengths + 1) - (lengths + 1))[lengths > 0]
+        for i in np.flatnonzero(lengths > 0)[_LEAD[np.frombuffer(data, dtype=np.uint8)[starts]]].tolist():
+            body = drop_front_matter(strs[i])
+            if body is not strs[i]:
+                strs[i], changed = body, True
     for i in _marked(data, lengths):
         stripped = _strip_marks(strs[int(i)])
         if stripped != strs[int(i)]:

@@ -249,3 +249,87 @@ def test_sort_order_is_a_sort_with_equal_values_in_position_order(case):
     order, ordered = sort_order(values)
     assert order.tolist() == _argsort_reference(values).tolist()
     assert ordered.tolist() == sorted(values.tolist())
+
+
+# --- a chunker that cut the raw file: the page's front matter in its first chunk ---
+
+RELEASE = "---\ntitle: Release Notes\nsidebar_position: 4\n---\n\n# Release Notes\n\nComing soon.\n"
+
+
+def test_drop_front_matter_drops_a_leading_yaml_mapping_only():
+    from retrieval_lib.book.text import drop_front_matter
+
+    assert drop_front_matter(RELEASE) == "\n# Release Notes\n\nComing soon.\n"
+    assert drop_front_matter("\n\n" + RELEASE).strip() == "# Release Notes\n\nComing soon."  # a chunk's blank start
+    assert drop_front_matter("---\ntitle: Release Notes\nsidebar_position: 4\n---") == ""  # front matter alone
+    assert drop_front_matter("---\n---\n# Empty block") == "# Empty block"
+    for kept in ("plain text", "---\n\nA rule, then prose.\n\n---\nmore", "---\ntitle: [unclosed\n---\nx",
+                 "text\n---\ntitle: x\n---\n", "--- not a block", ""):
+        assert drop_front_matter(kept) is kept, kept
+
+
+def test_clean_all_strips_front_matter_only_when_asked():
+    from retrieval_lib.book.text import drop_front_matter
+
+    texts = [None, "", RELEASE, "  \n" + RELEASE, "---\ntitle: T\n---", "---\n\nA rule, then prose.\n\n---\nx",
+             "- a list item", " starts with space", "a [link](https://x.org/a) b", "---\nid: x\n---\n<b>a</b> b",
+             "plain words", "naïve café"]
+    rng = random.Random(4)
+    for _ in range(30):
+        pick = [rng.choice(texts) for _ in range(rng.randint(0, 12))]
+        data, lengths = clean_all(pick, strip_front_matter=True)
+        expected = [clean(drop_front_matter(t)) if t else b"" for t in pick]
+        assert data == b" ".join(expected)
+        assert lengths.tolist() == list(map(len, expected))
+        assert clean_all(pick)[0] == b" ".join(clean(t) for t in pick)  # pages: as they are
+
+
+def _compare_files(tmp_path, files: dict[str, str], chunks_of: dict[str, list[str]]):
+    from retrieval_lib.book import read_docs
+
+    for rel, text in files.items():
+        (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
+        (tmp_path / rel).write_text(text, encoding="utf-8")
+    book = read_docs(tmp_path)
+    contents: list[str | None] = []
+    page_chunks = {}
+    for rel, cs in chunks_of.items():
+        page_chunks[rel] = list(range(len(contents), len(contents) + len(cs)))
+        contents += cs
+    n = len(contents)
+    chunks = BookChunks([str(i) for i in range(n)], [None] * n, [None] * n, contents, [None] * n)
+    return {c.page: c for c in compare_pages(book, BookMap([], page_chunks), chunks)}
+
+
+def test_a_chunk_that_holds_its_pages_front_matter_is_not_stale(tmp_path):
+    """Team #3's shape (the raw file cut in 1,000-character windows): an untouched one-chunk page whose chunk is
+    its file, front matter included, is found, not changed; team #2's (cut at headings): the front matter alone is
+    a chunk, which has no words to judge (neither found nor stale) and covers nothing."""
+    rng = random.Random(6)
+    body = "# Gazebo\n\n" + _page_text(rng, 300)
+    gazebo = "---\ntitle: Gazebo basics\nsidebar_position: 2\ndescription: Worlds, models and plugins\n---\n" + body
+    files = {"appendices/d-release-notes.md": RELEASE, "m/gazebo.md": gazebo}
+    windows = [gazebo[i:i + 1000] for i in range(0, len(gazebo), 850)]
+    got = _compare_files(tmp_path, files, {"appendices/d-release-notes.md": [RELEASE], "m/gazebo.md": windows})
+    notes, page = got["appendices/d-release-notes.md"], got["m/gazebo.md"]
+    assert (notes.chunks, notes.judged, notes.stale, notes.coverage) == (1, 1, 0, 1.0)
+    assert (page.judged, page.stale) == (len(windows), 0) and page.coverage > 0.99
+
+    by_heading = ["---\ntitle: Release Notes\nsidebar_position: 4\n---", "# Release Notes\n\nComing soon."]
+    got = _compare_files(tmp_path, files, {"appendices/d-release-notes.md": by_heading})
+    notes = got["appendices/d-release-notes.md"]
+    assert (notes.chunks, notes.judged, notes.stale, notes.coverage) == (2, 1, 0, 1.0)
+
+
+def test_an_edited_front_matter_is_no_change_and_an_edited_text_still_is(tmp_path):
+    """Chunks cut at headings (the front matter a chunk of its own) of a page whose front matter was edited since:
+    no chunk is stale; of a page whose text was rewritten: its text's chunk is."""
+    rng = random.Random(9)
+    body = "# Launch files\n\n" + _page_text(rng, 200)
+    old = ["---\ntitle: Launch files (draft)\nsidebar_position: 5\nkeywords: [ros2, launch, xml]\n---", body]
+    new = "---\ntitle: Launch files\nsidebar_position: 7\n---\n" + body
+    rewritten = "---\ntitle: Launch files\n---\n# Launch files\n\n" + _page_text(random.Random(10), 200)
+    got = _compare_files(tmp_path, {"p.md": new}, {"p.md": old})
+    assert (got["p.md"].chunks, got["p.md"].judged, got["p.md"].stale) == (2, 1, 0)
+    got = _compare_files(tmp_path, {"p.md": rewritten}, {"p.md": old})
+    assert (got["p.md"].chunks, got["p.md"].judged, got["p.md"].stale) == (2, 1, 1)

@@ -34,27 +34,50 @@ A site generator's **stock pages** (:func:`retrieval_lib.collection.boilerplate.
 Docusaurus' tutorial, MkDocs' welcome page ...) are recognised by their text as well
 and are candidates whatever their vectors say.
 
+A **stub** (a placeholder page: "Coming soon", or fewer than
+:data:`~retrieval_lib.book.pages.STUB_MIN_WORDS` words; :func:`is_stub`, the rule notebook 16 and the ingest read
+a page by) has no text to be off-topic about: its few words lie far from any book, so it is listed apart, like
+notebook 16 lists it, and left out of the judgment (neither a group nor the body it is scored against).
+
 With fewer than :data:`MIN_FILES` files, or no spread (MAD 0), no group is judged by
 its vectors (stock pages still are).
 """
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Collection, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
 
+from retrieval_lib.book.pages import STUB_MIN_WORDS
+from retrieval_lib.book.text import drop_front_matter
+from retrieval_lib.collection.boilerplate import is_placeholder
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.validation import number_in
 
-__all__ = ["FileDistance", "OffTopicGroup", "OffTopicStudy", "measure_offtopic", "offtopic_frame", "MIN_FILES",
-           "MAX_Z"]
+__all__ = ["FileDistance", "OffTopicGroup", "OffTopicStudy", "measure_offtopic", "offtopic_frame", "is_stub",
+           "MIN_FILES", "MAX_Z", "STUB_MAX_CHARS"]
 
 #: Fewer files than this give no meaningful median and MAD: nothing is judged.
 MIN_FILES = 5
 #: Iglewicz and Hoaglin's cut-off for the modified z-score.
 MAX_Z = 4.0
+#: A file's chunks are read for a stub up to this many characters: a placeholder has little text, so a longer file
+#: is never one (and is not read for it).
+STUB_MAX_CHARS = 3_000
+
+
+def is_stub(texts: Sequence[str]) -> bool:
+    """Whether a file whose chunks' texts are ``texts`` is a stub, by the rule notebook 16 reads a page by
+    (:func:`~retrieval_lib.collection.boilerplate.is_placeholder` with
+    :data:`~retrieval_lib.book.pages.STUB_MIN_WORDS`): fewer words than that (headings aside), or little more than
+    a placeholder marker ("Coming soon" ...). Front matter a chunker left in is not the page's text
+    (:func:`~retrieval_lib.book.text.drop_front_matter`). Chunks without text (a collection whose payload names no
+    content) say nothing: such a file is not a stub."""
+    if not any(t and not t.isspace() for t in texts):
+        return False
+    return is_placeholder("\n\n".join(drop_front_matter(t) for t in texts if t), min_words=STUB_MIN_WORDS)
 
 
 @dataclass(frozen=True)
@@ -71,6 +94,7 @@ class FileDistance:
     offtopic: bool
     stock: str | None = None  # the site generator's template this is a stock page of, by its text
     group: int | None = None  # index into OffTopicStudy.groups when the file is in an off-topic group
+    stub: bool = False  # a placeholder page (:func:`is_stub`): listed apart, not judged
 
 
 @dataclass(frozen=True)
@@ -103,6 +127,11 @@ class OffTopicStudy:
     def stock_pages(self) -> list[FileDistance]:
         """Files recognised by their text as a site generator's stock pages."""
         return [f for f in self.files if f.stock]
+
+    @property
+    def stubs(self) -> list[FileDistance]:
+        """Stubs (placeholder pages), listed apart and not judged."""
+        return [f for f in self.files if f.stub]
 
     @property
     def candidates(self) -> list[FileDistance]:
@@ -153,7 +182,8 @@ def _groups_apart(sums: np.ndarray, max_z: float) -> tuple[list[tuple[list[int],
 
 
 def measure_offtopic(files: Sequence[str], titles: Sequence[str], vectors: np.ndarray, *,
-                     max_z: float = MAX_Z, stock: Sequence[str | None] | None = None) -> OffTopicStudy:
+                     max_z: float = MAX_Z, stock: Sequence[str | None] | None = None,
+                     stubs: Collection[str] = ()) -> OffTopicStudy:
     """Judge every file by its centroid and every cluster of files by theirs (module docstring).
 
     Args:
@@ -162,6 +192,8 @@ def measure_offtopic(files: Sequence[str], titles: Sequence[str], vectors: np.nd
         max_z: the modified z-score below ``-max_z`` that flags a group.
         stock: each chunk's stock-page template (:func:`~retrieval_lib.collection.boilerplate.stock_page`), or
             None; a file any of whose chunks is stock is a candidate.
+        stubs: the files that are stubs (:func:`is_stub`): listed apart, left out of the groups and of the body
+            (a stock page stays a candidate, as notebook 16 names a page stock before stub).
 
     Raises:
         ValidationError: ``max_z`` not positive, or the lengths differ.
@@ -178,22 +210,27 @@ def measure_offtopic(files: Sequence[str], titles: Sequence[str], vectors: np.nd
     paths = sorted(set(files))
     sums = np.array([unit[names == p].sum(axis=0) for p in paths]).reshape(len(paths), -1)
     counts = [int(np.sum(names == p)) for p in paths]
-    centroids = _unit(sums)
-    rest = _unit(unit.sum(axis=0) - sums)
-    similarity = np.einsum("ij,ij->i", centroids, rest)
-    between = centroids @ centroids.T
-    np.fill_diagonal(between, -np.inf)
     first_title: dict[str, str] = {}
     stock_of: dict[str, str] = {}
     for f, t, s in zip(files, titles, stock):
         first_title.setdefault(f, t)
         if s:
             stock_of.setdefault(f, s)
-    mad = float(median_abs_deviation(similarity)) if len(paths) else 0.0
-    judged = len(paths) >= MIN_FILES and mad > 0
-    median = float(np.median(similarity)) if len(paths) else 0.0
-    apart, closest = _groups_apart(sums, max_z) if judged else ([], None)
-    groups = [OffTopicGroup(tuple(paths[i] for i in members), sim, z) for members, sim, z in apart]
+    stub = np.array([p in stubs and p not in stock_of for p in paths], dtype=bool)
+    kept = np.flatnonzero(~stub)  # the files judged: every file but the stubs
+    centroids = _unit(sums)
+    total = unit.sum(axis=0)
+    if stub.any():  # the body is every chunk but the stubs': a stub's rest is all of it
+        total = total - sums[stub].sum(axis=0)
+    rest = _unit(total - np.where(stub[:, None], 0.0, sums))
+    similarity = np.einsum("ij,ij->i", centroids, rest)
+    between = centroids @ centroids.T
+    np.fill_diagonal(between, -np.inf)
+    mad = float(median_abs_deviation(similarity[kept])) if kept.size else 0.0
+    judged = kept.size >= MIN_FILES and mad > 0
+    median = float(np.median(similarity[kept])) if kept.size else 0.0
+    apart, closest = _groups_apart(sums[kept], max_z) if judged else ([], None)
+    groups = [OffTopicGroup(tuple(paths[kept[i]] for i in members), sim, z) for members, sim, z in apart]
     group_of = {path: g for g, group in enumerate(groups) for path in group.files}
     out = []
     for i, path in enumerate(paths):
@@ -204,17 +241,18 @@ def measure_offtopic(files: Sequence[str], titles: Sequence[str], vectors: np.nd
                                 nearest_file=paths[j] if j is not None else None,
                                 nearest_similarity=float(between[i, j]) if j is not None else None,
                                 offtopic=path in group_of or path in stock_of, stock=stock_of.get(path),
-                                group=group_of.get(path)))
+                                group=group_of.get(path), stub=bool(stub[i])))
     rule = (f"a group of files (or one) whose similarity to the rest has a modified z-score < -{max_z:g} against "
-            f"the rest's own spread (files: median {median:.3f}, MAD {mad:.3f} over {len(paths)} files)"
+            f"the rest's own spread (files: median {median:.3f}, MAD {mad:.3f} over {kept.size} files)"
             if judged else
-            f"not judged by vectors: {len(paths)} files (at least {MIN_FILES} with some spread are needed)")
+            f"not judged by vectors: {kept.size} files (at least {MIN_FILES} with some spread are needed)")
     rule += "; and site generators' stock pages, by their text"
     return OffTopicStudy(files=out, max_z=max_z, judged=judged, rule=rule, groups=groups, closest_z=closest)
 
 
 def offtopic_frame(study: OffTopicStudy):
-    """One row per file, farthest from the rest first: title, chunks, rest similarity (3 decimals), z, nearest file."""
+    """One row per file, farthest from the rest first: title, chunks, rest similarity (3 decimals), z, nearest file;
+    ``stock_page`` names the template of a stock page, or ``"stub"`` for a stub (as notebook 16 marks a page)."""
     import pandas as pd
 
     columns = ["source_file", "title", "chunks", "rest_similarity", "z", "nearest_file", "nearest_similarity",
@@ -224,7 +262,7 @@ def offtopic_frame(study: OffTopicStudy):
                           "z": None if f.z is None else round(f.z, 2), "nearest_file": f.nearest_file,
                           "nearest_similarity": None if f.nearest_similarity is None
                           else round(f.nearest_similarity, 3), "offtopic": f.offtopic,
-                          "group": f.group, "stock_page": f.stock}
+                          "group": f.group, "stock_page": f.stock or ("stub" if f.stub else None)}
                           for f in sorted(study.files, key=lambda f: f.rest_similarity)], columns=columns)
     frame["group"] = frame["group"].astype("Int64")
     return frame

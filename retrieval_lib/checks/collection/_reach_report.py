@@ -148,7 +148,8 @@ def file_figure(study: ReachStudy, offtopic: OffTopicStudy | None = None):
 
 
 def offtopic_text(offtopic: OffTopicStudy) -> str:
-    """The off-topic candidates in words: the groups apart from the book (largest first), then stock pages."""
+    """The off-topic candidates in words: the groups apart from the book (largest first), then stock pages; then
+    the stubs, listed apart (not candidates: a placeholder page has no text to be off-topic about)."""
     parts = [g.text() for g in offtopic.groups]
     grouped = {path for g in offtopic.groups for path in g.files}
     by_template: dict[str, list[str]] = {}
@@ -157,7 +158,11 @@ def offtopic_text(offtopic: OffTopicStudy) -> str:
     for template, paths in sorted(by_template.items()):
         parts.append(f"{len(paths)} stock pages of the {template} template"
                      + ("" if set(paths) <= grouped else f": {', '.join(sorted(paths))}"))
-    return "; ".join(parts) or "none"
+    text = "; ".join(parts) or "none"
+    if stubs := sorted(f.path for f in offtopic.stubs):
+        what = "1 stub (a placeholder page)" if len(stubs) == 1 else f"{len(stubs)} stubs (placeholder pages)"
+        text += f"; {what} listed apart, not judged: {', '.join(stubs)}"
+    return text
 
 
 @dataclass
@@ -185,6 +190,11 @@ class Reachability:
                          f"chunks in some top {reach.top_k} ({reach.share:.1%})")
         lines += [self.offtopic.rule, f"off-topic candidates: {offtopic_text(self.offtopic)}"]
         return "\n".join(lines)
+
+    def _where(self, row: int) -> str:
+        """A chunk's file and section (``file §section``), or its file alone when it names no section."""
+        table = self.study.table
+        return f"{table.files[row]} §{table.sections[row]}" if table.sections[row].strip() else table.files[row]
 
     def tables(self) -> dict[str, Any]:
         """The anti-hubs (sampled: those found among the sample), the hubs (most retrieved first, at most 20, with
@@ -231,8 +241,8 @@ class Reachability:
                                    "pages) and re-ingest, or raise offtopic_max_z if they belong to the book")
         report.finding(f"{how}; top {k} each: anti-hub share {est.text()}")
         report.finding(f"N_k skewness {study.skewness:.3f}, Gini {study.gini:.3f}; {len(study.hub_rows)} hubs "
-                       f"({study.hub_rule})" + (": " + "; ".join(f"{study.table.files[r]} §{study.table.sections[r]}"
-                                                              for r in study.hub_rows[:5]) if study.hub_rows else ""))
+                       f"({study.hub_rule})" + (": " + "; ".join(map(self._where, study.hub_rows[:5]))
+                                                if study.hub_rows else ""))
         report.finding(f"off-topic candidates: {offtopic_text(offtopic)} ({offtopic.rule})")
         if reach is not None:
             never = [r for r in study.antihub_rows if not reach.reached[r]]

@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_lib.checks.collection._offtopic import OffTopicStudy, measure_offtopic
+from retrieval_lib.checks.collection._offtopic import STUB_MAX_CHARS, OffTopicStudy, is_stub, measure_offtopic
 from retrieval_lib.checks.collection._reach_report import Reachability, gini, query_reach
 from retrieval_lib.checks.gates import REACH_ANTIHUBS, REACH_HUBS, REACH_OFFTOPIC
 from retrieval_lib.checks.statistics import wilson
@@ -90,6 +90,8 @@ class ChunkTable:
     vectors: np.ndarray
     #: each chunk's site-generator template when its text is a stock page (:func:`stock_page`), else None
     stock: list[str | None] = field(default_factory=list)
+    #: the files that are stubs, placeholder pages (:func:`~._offtopic.is_stub`, on their chunks' texts)
+    stubs: set[str] = field(default_factory=set)
 
     def __len__(self) -> int:
         return len(self.ids)
@@ -97,25 +99,35 @@ class ChunkTable:
 
 def read_chunks(store: ReadableStore, collection: str, *, preview_chars: int = 160) -> ChunkTable:
     """One pass over every point with its vector and :data:`SCAN_FIELDS`, in large pages
-    (:func:`~retrieval_lib.stores.scan.page_size`).
+    (:func:`~retrieval_lib.stores.scan.page_size`). A file's texts are kept until they pass
+    :data:`~._offtopic.STUB_MAX_CHARS` (a longer file is never a stub), then judged for a stub.
 
     Raises:
         ValidationError: a point without a vector. CollectionNotFoundError, VectorStoreError: from the store.
     """
     size = page_size(store, store.count(collection))
     ids, files, sections, titles, previews, vectors, stock = [], [], [], [], [], [], []
+    short: dict[str, list[str]] = {}  # a file's texts, while it may be a stub
+    chars: dict[str, int] = {}
     for point in store.scroll(collection, with_payload=SCAN_FIELDS, with_vectors=True, batch_size=size):
         payload = point.payload or {}
         ids.append(str(point.id))
         files.append(str(payload.get("source_file") or "<missing source_file>"))
         sections.append(str(payload.get("section_title") or ""))
         titles.append(str(payload.get("title") or ""))
-        text = " ".join(str(payload.get("content") or "").split())
+        content = str(payload.get("content") or "")
+        chars[files[-1]] = chars.get(files[-1], 0) + len(content)
+        if chars[files[-1]] <= STUB_MAX_CHARS:
+            short.setdefault(files[-1], []).append(content)
+        else:
+            short.pop(files[-1], None)
+        text = " ".join(content.split())
         previews.append(text[:preview_chars] + ("…" if len(text) > preview_chars else ""))
         stock.append(stock_page(titles[-1], text))
         vectors.append(require_vector(point, "reachability"))
     matrix = np.asarray(vectors, dtype=np.float32).reshape(len(ids), -1)
-    return ChunkTable(ids, files, sections, titles, previews, matrix, stock)
+    return ChunkTable(ids, files, sections, titles, previews, matrix, stock,
+                      {path for path, texts in short.items() if is_stub(texts)})
 
 
 def neighbour_lists(store: ReadableStore, collection: str, table: ChunkTable, rows: Sequence[int] | np.ndarray, *,
@@ -344,6 +356,6 @@ def run(ctx: NotebookRun, *, golden_set: str | None, coverage_top_k: int, headin
                                   golden=load_golden_set(golden_set))
         reach = query_reach(study, asked)
     off = measure_offtopic(study.table.files, study.table.titles, study.table.vectors, max_z=offtopic_max_z,
-                           stock=study.table.stock)
+                           stock=study.table.stock, stubs=study.table.stubs)
     return Reachability(study, off, reach, max_antihub_share=max_antihub_share, max_nk_skewness=max_nk_skewness,
                         max_offtopic_files=max_offtopic_files)

@@ -364,3 +364,97 @@ def test_the_result_records_the_notebooks_figures_and_tables(tmp_path):
     assert report.figures == ["figures/10_reachability_occurrence_histogram.png",
                               "figures/10_reachability_per_file.png"]
     assert "120 chunks; 120 used as queries (every chunk), top 5 each" in str(result)
+
+
+# --- stubs: a placeholder page is listed apart, not judged off-topic ---
+
+#: The sample book's release-notes stub, as a chunker that cut the raw file keeps it (front matter included).
+RELEASE_NOTES = "---\ntitle: Release Notes\nsidebar_position: 4\n---\n\n# Release Notes\n\nComing soon.\n"
+
+
+def test_a_stub_is_read_by_the_rule_notebook_16_reads_a_page_by():
+    from retrieval_lib.book import read_docs
+    from retrieval_lib.book.pages import SAMPLE_DOCS
+
+    page = next(p for p in read_docs(SAMPLE_DOCS).pages if p.path == "appendices/d-release-notes.md")
+    raw = (SAMPLE_DOCS / page.path).read_text(encoding="utf-8")
+    assert page.stock == "stub" and offtopic.is_stub([raw])  # the same page, the same verdict
+    assert offtopic.is_stub([RELEASE_NOTES])
+    assert offtopic.is_stub(["---\ntitle: Release Notes\n---", "# Release Notes\n\nComing soon."])  # cut at headings
+    assert offtopic.is_stub(["## Setup\n\nTODO: write this section."])
+    real = "# Gazebo\n\n" + " ".join(f"word{i}" for i in range(60))
+    assert not offtopic.is_stub([real]) and not offtopic.is_stub([real[:200], real[150:]])
+    assert not offtopic.is_stub(["", "  \n"]) and not offtopic.is_stub([])  # no text: nothing known, no stub
+
+
+def test_a_file_is_read_for_a_stub_only_while_its_text_is_short():
+    store = VectorStore.in_memory()
+    store.create_collection("stubs", 3)
+    rng = np.random.default_rng(0)
+    points = [_point(1, rng.normal(size=3), "notes.md", "", RELEASE_NOTES),
+              _point(2, rng.normal(size=3), "blank.md", "", "")]  # no content: not known to be a stub
+    # a long file made of short chunks, each a placeholder: past STUB_MAX_CHARS it is no stub (and is not kept)
+    todo = "TODO. " * 50
+    points += [_point(10 + i, rng.normal(size=3), "long.md", "", todo)
+               for i in range(offtopic.STUB_MAX_CHARS // len(todo) + 1)]
+    points += [_point(100 + i, rng.normal(size=3), "book.md", "", " ".join(f"w{j}" for j in range(80)))
+               for i in range(3)]
+    store.upsert("stubs", points)
+    assert reachability.read_chunks(store, "stubs").stubs == {"notes.md"}
+
+
+def test_a_stub_page_in_the_collection_is_listed_apart_and_passes_the_off_topic_gate(book_points, embedder,
+                                                                                     tmp_path):
+    """Tours A and B: a one-chunk "Coming soon." page lies far from the book (z about -6) and failed "no off-topic
+    files" with "remove the listed pages"; it is a stub, as notebook 16 names it: listed apart, not judged, and the
+    book's files are judged as they were without it."""
+    path = "appendices/d-release-notes.md"
+    stub = _point("00000000-0000-0000-0000-0000000057b0", embedder.embed_documents([RELEASE_NOTES])[0], path, "",
+                  RELEASE_NOTES)
+    store = _copy_of_book(book_points, [stub])
+    table = reachability.read_chunks(store, SAMPLE_COLLECTION)
+    assert table.stubs == {path}
+    by_vectors = offtopic.measure_offtopic(table.files, table.titles, table.vectors, stock=table.stock)
+    assert [f.path for f in by_vectors.candidates] == [path]  # what its vector alone says: far from the book
+    off = offtopic.measure_offtopic(table.files, table.titles, table.vectors, stock=table.stock, stubs=table.stubs)
+    assert not off.candidates and [f.path for f in off.stubs] == [path] and not off.stubs[0].offtopic
+    sound = offtopic.measure_offtopic(*(np.asarray(x)[np.asarray(table.files) != path] for x in
+                                        (table.files, table.titles, table.vectors)))
+    assert off.closest_z == pytest.approx(sound.closest_z) and off.rule == sound.rule  # the book judged without it
+    frame = offtopic.offtopic_frame(off)
+    assert frame.iloc[0]["source_file"] == path and frame.iloc[0]["stock_page"] == "stub"
+    report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
+    _record(report, reachability.measure(store, SAMPLE_COLLECTION, top_k=10, table=table), off)
+    gate = report.gates[2]
+    assert gate.passed and gate.value == 0
+    assert f"1 stub (a placeholder page) listed apart, not judged: {path}" in gate.detail
+
+
+def test_a_stock_page_stays_a_candidate_when_it_is_short():
+    vectors = np.eye(7)
+    files = [f"f{i}.md" for i in range(7)]
+    marks = [None] * 6 + ["Docusaurus tutorial"]
+    off = offtopic.measure_offtopic(files, files, vectors, stock=marks, stubs={"f5.md", "f6.md"})
+    assert [f.path for f in off.candidates] == ["f6.md"] and [f.path for f in off.stubs] == ["f5.md"]
+    assert "not judged by vectors: 6 files" in off.rule  # the stub is not among the files (no spread here)
+
+
+def test_a_hub_without_a_section_is_named_by_its_file_alone(tmp_path):
+    """Notebook 10's hub finding read "file.md §" for a chunk that names no section."""
+    rng = np.random.default_rng(2)
+    vectors = rng.normal(size=(80, 16)) + 0.3
+    store = VectorStore.in_memory()
+    store.create_collection("hubs", 16)
+    centre = vectors.mean(axis=0)
+    store.upsert("hubs", [_point(i + 1, v / np.linalg.norm(v), f"f{i % 8}.md", f"Part {i}")
+                          for i, v in enumerate(vectors)]
+                 + [_point(999, centre / np.linalg.norm(centre), "index.md", ""),
+                    _point(998, (centre + 0.05) / np.linalg.norm(centre + 0.05), "glossary.md", "Terms")])
+    study = reachability.measure(store, "hubs", top_k=5)
+    hubs = {study.table.files[r] for r in study.hub_rows}
+    assert {"index.md", "glossary.md"} <= hubs
+    off = offtopic.measure_offtopic(study.table.files, study.table.titles, study.table.vectors)
+    report = NotebookReport("10_reachability", "t", run_dir=tmp_path)
+    _record(report, study, off)
+    finding = next(f for f in report.findings if f.startswith("N_k skewness"))
+    assert "index.md" in finding and "index.md §" not in finding and "glossary.md §Terms" in finding
