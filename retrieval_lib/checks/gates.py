@@ -284,8 +284,8 @@ SIDE_BY_SIDE_TEXT_AND_SOURCE = GateDef(
     "one the collection holds), or map `fields` to it")
 SIDE_BY_SIDE_QUERY_EMBEDDING = GateDef(
     "side_by_side.query_embedding", "the retriever embeds questions as the collection's queries", ("side_by_side",),
-    "where the retriever returns scores and chunk ids of this collection, its scores match the cosine of the question "
-    "embedded as a query (not as a document, not by another model)",
+    "where the retriever returns scores for chunks of this collection (by their ids, or found by their text), its "
+    "scores match the cosine of the question embedded as a query (not as a document, not by another model)",
     "embed the question as a query with the model that embedded the documents (Cohere input_type='search_query', "
     "e5's 'query: ' prefix, the same model name)")
 SIDE_BY_SIDE_SOURCES = GateDef(

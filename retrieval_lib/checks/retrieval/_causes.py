@@ -13,7 +13,8 @@ evidence.
                 as a query and as a document: the same embedding, queries embedded as documents, or another model
                 or a transformed query
 ``order``       the same chunks in another order (a reranker, or fusion): not a fault by itself
-``filter``      answers from a subset of the sources the collection answers from (a filter on a chapter or module)
+``filter``      answers from a subset of the sources the collection answers from, confined to one folder or to at
+                most half of the sources (a filter on a chapter or module)
 =============== ==================================================================================================
 """
 
@@ -45,12 +46,17 @@ SCORE_MATCH = 0.01
 DISORDER_MARGIN = 1e-4
 #: Share of answered questions with a subset-of-sources miss at which a filter is named (and at least 2).
 FILTER_SHARE = 0.2
+#: Largest share of the sources either side answered from that the retriever's answers may span for a filter to be
+#: named (unless they all lie under one folder the collection's do not): a filter confines the answers to a chapter or
+#: a module; another model spreads them over most of the book (team #3's e5 queries: 23 of 30 sources).
+FILTER_SOURCES_SHARE = 0.5
 
 
 def name_causes(study: SideBySide, collection: Retriever) -> dict[str, Cause]:
     """Every cause, by key (``collection``: its payload keys, its stored vectors and its embedder)."""
+    embedding = embedding_cause(study, collection)
     causes = [errors_cause(study), cut_cause(study), missing_cause(study, _content_keys(collection)),
-              embedding_cause(study, collection), order_cause(study), filter_cause(study)]
+              embedding, order_cause(study, embedding), filter_cause(study)]
     return {c.key: c for c in causes}
 
 
@@ -219,33 +225,78 @@ def _cosine(a: Sequence[float], b: Sequence[float]) -> float:
     return dot / (na * nb) if na and nb else math.nan
 
 
+#: Texts asked of the collection in one filtered read when results without an id are looked up by their text.
+TEXT_BATCH = 64
+
+
+def chunks_by_text(collection: Retriever, texts: Sequence[str]) -> dict[str, str]:
+    """The point id of the collection's chunk holding each text exactly (its content payload key), keyed by
+    :attr:`~retrieval_lib.checks.retrieval._pairs.Row.text_key`; texts it does not hold are left out (nothing when
+    the collection names no content key). One filtered read per :data:`TEXT_BATCH` texts."""
+    from qdrant_client import models
+
+    view, name = collection.store, collection.collection
+    wanted = list(dict.fromkeys(t for t in texts if t and t.strip()))
+    if not wanted or not view.roles_for(name).keys_of("content"):
+        return {}
+    out: dict[str, str] = {}
+    for start in range(0, len(wanted), TEXT_BATCH):
+        batch = wanted[start:start + TEXT_BATCH]
+        condition = models.FieldCondition(key="content", match=models.MatchAny(any=batch))
+        for point in view.scroll(name, with_payload=["content"], batch_size=2 * len(batch) + 1,
+                                 query_filter=models.Filter(must=[condition])):
+            text = (point.payload or {}).get("content")
+            if isinstance(text, str):
+                out.setdefault(" ".join(text.split())[:300], norm_id(point.id))
+    return out
+
+
+def _chunk_ids(scored: Sequence[tuple[QueryPair, Row]], collection: Retriever) -> dict[tuple[int, int], str]:
+    """Each result's chunk as the collection knows it, by (``id`` of its question pair, its rank): the chunk it was
+    matched to (:func:`~retrieval_lib.checks.retrieval._pairs.same_chunk`: by id, or by its text) in the
+    collection's top k, else the retriever's own chunk id, else the chunk anywhere in the collection with its text
+    (:func:`chunks_by_text`). Results none of these identify are left out."""
+    ids: dict[tuple[int, int], str] = {}
+    pending: list[tuple[QueryPair, Row]] = []
+    for p, t in scored:
+        ours = next((p.collection.rows[c - 1] for tr, c in p.matched if tr == t.rank), None)
+        if ours is not None and ours.point_id:
+            ids[(id(p), t.rank)] = ours.point_id
+        elif t.chunk_id:
+            ids[(id(p), t.rank)] = str(t.chunk_id)
+        elif t.text_key:
+            pending.append((p, t))
+    if pending:
+        by_text = chunks_by_text(collection, [t.content or "" for _, t in pending])
+        for p, t in pending:
+            if t.text_key in by_text:
+                ids[(id(p), t.rank)] = by_text[t.text_key]
+    return ids
+
+
 def embedding_cause(study: SideBySide, collection: Retriever) -> Cause:
     """Compare the retriever's scores with the cosine of each chunk's stored vector and the question embedded as a
     query, and as a document, by the configured embedder.
 
-    The scores match the query cosine: the same embedding. They match the document cosine (and the two differ for
-    this model): queries embedded as documents. Neither: another model or a transformed query (a missing prefix, a
-    rewritten question), unless the chunks are the collection's own and only re-scored (a reranker), which scores
-    cannot judge.
+    A result's chunk is known by its id, or, for a result without one (most backends return text, source and
+    score only), by its text (:func:`_chunk_ids`). The scores match the query cosine: the same embedding. They match
+    the document cosine (and the two differ for this model): queries embedded as documents. Neither: another model
+    or a transformed query (a missing prefix, a rewritten question), unless the chunks are the collection's own and
+    only re-scored (a reranker), which scores cannot judge.
     """
     candidates = [(p, t) for p in study.answered for t in p.team.rows[:study.top_k]]
     scored = [(p, t) for p, t in candidates if t.score is not None and math.isfinite(t.score)]
     if not scored:
         return Cause("embedding", None, "the retriever returns no scores, so its query embedding cannot be compared"
                      if candidates else "the retriever returned no result")
-    with_ids = [(p, t) for p, t in scored if t.ids]
-    if not with_ids:
-        return Cause("embedding", None, "the retriever's results carry no chunk id, so their stored vectors cannot "
-                                        "be read")
-    # each result's id as the collection knows it: a matched chunk's point id, else the retriever's own chunk id
-    ids: dict[tuple[int, int], str] = {}
-    for p, t in with_ids:
-        ours = next((p.collection.rows[c - 1] for tr, c in p.matched if tr == t.rank), None)
-        ids[(id(p), t.rank)] = ours.point_id if ours is not None and ours.point_id else str(t.chunk_id)
+    ids = _chunk_ids(scored, collection)
+    if not ids:
+        return Cause("embedding", None, f"none of the {len(scored)} scored results carries a chunk id or the text "
+                                        "of a chunk of this collection, so their stored vectors cannot be read")
     vectors = stored_vectors(collection, list(dict.fromkeys(ids.values())))
-    found = [(p, t) for p, t in with_ids if norm_id(ids[(id(p), t.rank)]) in vectors]
+    found = [(p, t) for p, t in scored if (p_id := ids.get((id(p), t.rank))) is not None and norm_id(p_id) in vectors]
     if not found:
-        return Cause("embedding", None, f"none of the {len(with_ids)} chunk ids the retriever returned is a point or "
+        return Cause("embedding", None, f"none of the {len(ids)} chunk ids of the retriever's results is a point or "
                                         "chunk id of this collection")
     questions = list(dict.fromkeys(p.query for p, _ in found))
     embedder = collection.embedder
@@ -257,7 +308,7 @@ def embedding_cause(study: SideBySide, collection: Retriever) -> Cause:
         rows.append((p.query, t.rank, float(t.score or 0.0), _cosine(as_query[p.query], stored),
                      _cosine(as_document[p.query], stored)))
     study.scores = rows
-    return _judge_scores(rows, study, len(with_ids))
+    return _judge_scores(rows, study, len(scored))
 
 
 def _judge_scores(rows: list[tuple[str, int, float, float, float]], study: SideBySide, asked: int) -> Cause:
@@ -269,9 +320,9 @@ def _judge_scores(rows: list[tuple[str, int, float, float, float]], study: SideB
                 for what, value in (("the question embedded as a query", off_query),
                                     ("the question embedded as a document", off_document),
                                     ("1 - cosine as a query (a distance)", off_distance))]
-    head = (f"{len(rows)} results of {asked} with a score and a chunk id this collection holds; the retriever's "
-            f"scores differ from the cosine with the question embedded as a query by {off_query:.3f} (median), as a "
-            f"document by {off_document:.3f}")
+    head = (f"{len(rows)} results of {asked} with a score and a chunk this collection holds (by id or by text); "
+            f"the retriever's scores differ from the cosine with the question embedded as a query by {off_query:.3f} "
+            f"(median), as a document by {off_document:.3f}")
     alike = apart < SCORE_MATCH  # the model embeds a question alike as a query and as a document
     if off_query <= SCORE_MATCH:
         said = ("the same query embedding" + (" (this model embeds queries and documents alike, so the input type "
@@ -311,8 +362,10 @@ def _disordered(p: QueryPair) -> int:
     return swaps
 
 
-def order_cause(study: SideBySide) -> Cause:
-    """The same chunks in another order: questions where most chunks are shared but ranked differently."""
+def order_cause(study: SideBySide, embedding: Cause | None = None) -> Cause:
+    """The same chunks in another order: questions where most chunks are shared but ranked differently; a reranker
+    or fusion, unless ``embedding`` (the query embedding's cause) was found: another query embedding ranks the same
+    chunks otherwise too, so the order is then put down to it."""
     evidence = []
     for p in study.answered:
         if p.overlap is None or p.overlap < 0.6 or len(p.matched) < 2:
@@ -327,9 +380,14 @@ def order_cause(study: SideBySide) -> Cause:
     if not evidence:
         return Cause("order", False, f"no answered question ranks the collection's chunks in another order ({n} "
                                      "questions)")
+    head = f"{len(evidence)} of {n} questions rank the collection's chunks in another order"
+    if embedding is not None and embedding.found:
+        return Cause("order", True, f"{head}: explained by the query embedding's cause ({embedding.title}), not "
+                                    "necessarily a reranker",
+                     evidence)
     return Cause("order", True,
-                 f"{len(evidence)} of {n} questions rank the collection's chunks in another order: a reranker or "
-                 "fusion (not a fault by itself; the hit-rate gate says whether it helps)", evidence)
+                 f"{head}: a reranker or fusion (not a fault by itself; the hit-rate gate says whether it helps)",
+                 evidence)
 
 
 def _common_prefix(pages: Sequence[str]) -> str:
@@ -339,7 +397,12 @@ def _common_prefix(pages: Sequence[str]) -> str:
 
 def filter_cause(study: SideBySide) -> Cause:
     """Answers from a subset of the sources: the collection's best source for a question is one the retriever never
-    returns for any question, while it answers that question from elsewhere."""
+    returns for any question, while it answers that question from elsewhere; and the sources it does answer from
+    are confined as a filter confines them: all under one folder the collection's answers are not all under, or at
+    most :data:`FILTER_SOURCES_SHARE` of the sources either side answered from.
+
+    Missed best sources alone are what another model leaves too (its answers are spread over most of the book, just
+    not the collection's best pages): without the confinement a filter is not named."""
     answered = [p for p in study.answered if p.team.rows]
     ours = {r.page for p in study.answered for r in p.collection.rows[:study.top_k] if r.page}
     theirs = {r.page for p in answered for r in p.team.rows if r.page}
@@ -353,13 +416,22 @@ def filter_cause(study: SideBySide) -> Cause:
               if p.collection.rows and p.collection.rows[0].page and p.collection.rows[0].page not in theirs]
     evidence = [{"query": p.query, "collection_top_source": p.collection.rows[0].page,
                  "retriever_top_source": p.team.rows[0].page} for p in missed]
+    either = ours | theirs
+    prefix = _common_prefix(sorted(theirs))
+    under = len(prefix) > len(_common_prefix(sorted(either)))
+    confined = under or len(theirs) <= FILTER_SOURCES_SHARE * len(either)
     if len(missed) < max(2, math.ceil(FILTER_SHARE * len(answered))):
         return Cause("filter", False, f"the retriever answers from {len(theirs)} sources; the collection's best "
                                       f"source for {len(answered) - len(missed)} of {len(answered)} questions is "
                                       "among them")
-    prefix = _common_prefix(sorted(theirs))
-    under = f", all under {prefix!r}" if len(prefix) > len(_common_prefix(sorted(ours | theirs))) else ""
+    if not confined:
+        return Cause("filter", False,
+                     f"for {len(missed)} of {len(answered)} questions the collection's best source is never "
+                     f"returned, but the retriever's answers span {len(theirs)} of the {len(either)} sources either "
+                     "side answered from, under no one folder: the other results a different ranking gives (see the "
+                     "query embedding), not a filter")
+    where = f", all under {prefix!r}" if under else ""
     return Cause("filter", True,
-                 f"every result comes from {len(theirs)} of the {len(ours | theirs)} sources either side answered "
-                 f"from{under}; for {len(missed)} of {len(answered)} questions the collection's best source is never "
+                 f"every result comes from {len(theirs)} of the {len(either)} sources either side answered "
+                 f"from{where}; for {len(missed)} of {len(answered)} questions the collection's best source is never "
                  "returned: a filter (a chapter, a module, a source)", evidence)

@@ -40,7 +40,7 @@ from retrieval_lib.checks.retrieval._pairs import (
     same_chunk,
     team_side,
 )
-from retrieval_lib.checks.retrieval.golden_set import collection_pages, matches, relevant_pages
+from retrieval_lib.checks.retrieval.golden_set import collection_pages, matches, relevant_pages, site_base
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.params import GoldenQuery, GoldenSet, load_golden_set
 from retrieval_lib.retrievers import Answer, QuestionRetriever
@@ -63,7 +63,8 @@ GATES = (SIDE_BY_SIDE_ERRORS, SIDE_BY_SIDE_HIT_RATE,
 
 # --------------------------------------------------------------------------- the comparison
 
-def _pair(q: GoldenQuery, kind: str, answer: Answer, response: SearchResponse, k: int) -> QueryPair:
+def _pair(q: GoldenQuery, kind: str, answer: Answer, response: SearchResponse, k: int,
+          base: Sequence[str] = ()) -> QueryPair:
     team, ours = team_side(answer), collection_side(response)
     pair = QueryPair(q.query, kind, tuple(q.expected_url_patterns), team, ours, k)
     if not team.failed:
@@ -75,8 +76,8 @@ def _pair(q: GoldenQuery, kind: str, answer: Answer, response: SearchResponse, k
                     used.add(c.rank)
                     break
         # golden.matches reads a result's source_url and source_file only: a row carries both under those names
-        pair.team_hit = int(any(matches(r, p) for r in team.rows[:k] for p in q.expected_url_patterns))
-    pair.collection_hit = int(any(matches(r, p) for r in ours.rows[:k] for p in q.expected_url_patterns))
+        pair.team_hit = int(any(matches(r, p, base) for r in team.rows[:k] for p in q.expected_url_patterns))
+    pair.collection_hit = int(any(matches(r, p, base) for r in ours.rows[:k] for p in q.expected_url_patterns))
     return pair
 
 
@@ -84,7 +85,7 @@ def _pair(q: GoldenQuery, kind: str, answer: Answer, response: SearchResponse, k
 _EXPECTED = "__golden_page__"
 
 
-def _hit_test(pairs: Sequence[QueryPair]) -> tuple[float, float, float | None]:
+def _hit_test(pairs: Sequence[QueryPair], base: Sequence[str] = ()) -> tuple[float, float, float | None]:
     """Mean hit@k of each side over the answered questions and the paired test's p (None under 2 questions).
 
     ranx gets page runs in which every result a golden pattern names counts as the one relevant document of its
@@ -108,7 +109,7 @@ def _hit_test(pairs: Sequence[QueryPair]) -> tuple[float, float, float | None]:
     for i, p in enumerate(answered):
         for run, side in zip(runs, (p.collection, p.team)):
             docs = list(dict.fromkeys(
-                _EXPECTED if any(matches(r, pat) for pat in p.patterns) else (r.page or f"rank {r.rank}")
+                _EXPECTED if any(matches(r, pat, base) for pat in p.patterns) else (r.page or f"rank {r.rank}")
                 for r in side.rows[:p.k]))
             run[f"q{i}"] = {doc: float(len(docs) - rank) for rank, doc in enumerate(docs)}
     metric = f"hit_rate@{answered[0].k}"
@@ -116,9 +117,10 @@ def _hit_test(pairs: Sequence[QueryPair]) -> tuple[float, float, float | None]:
 
 
 def compare_answers(golden: GoldenSet, answers: Sequence[Answer], responses: Sequence[SearchResponse], *,
-                    top_k: int, retriever: str = "", alpha: float = ALPHA) -> SideBySide:
+                    top_k: int, retriever: str = "", alpha: float = ALPHA, base: Sequence[str] = ()) -> SideBySide:
     """Pair the team's answers with the collection's, one per question of ``golden`` (its ``queries`` then its
-    ``extra_queries``, in that order), and test hit@k (no cause yet); ``retriever``: the retriever in one line.
+    ``extra_queries``, in that order), and test hit@k (no cause yet); ``retriever``: the retriever in one line;
+    ``base``: the site's base path segments (:func:`~retrieval_lib.checks.retrieval.golden_set.site_base`).
 
     Raises:
         ValueError: the numbers of questions, answers and responses differ.
@@ -127,8 +129,8 @@ def compare_answers(golden: GoldenSet, answers: Sequence[Answer], responses: Seq
     if not (len(asked) == len(answers) == len(responses)):
         raise ValueError(f"{len(asked)} questions, {len(answers)} answers and {len(responses)} responses: "
                          "each question needs one answer from each side, in the golden set's order")
-    pairs = [_pair(q, kind, a, r, top_k) for (q, kind), a, r in zip(asked, answers, responses)]
-    team, ours, p = _hit_test(pairs)
+    pairs = [_pair(q, kind, a, r, top_k, base) for (q, kind), a, r in zip(asked, answers, responses)]
+    team, ours, p = _hit_test(pairs, base)
     return SideBySide(retriever=retriever, pairs=pairs, top_k=top_k, team_hit_rate=team, collection_hit_rate=ours,
                       p_value=p, alpha=alpha, provenance=golden.provenance)
 
@@ -158,8 +160,9 @@ def measure(asker: QuestionRetriever, collection: Retriever, golden: GoldenSet, 
     answers = list(asker.ask_many(texts, top_k))
     responses = collection.search_many(texts, top_k=top_k)
     pages = collection_pages(collection.store, collection.collection)
-    study = compare_answers(golden, answers, responses, top_k=top_k, retriever=described, alpha=alpha)
-    if not any(p.collection_hit for p in study.pairs) and not any(relevant_pages(p.patterns, pages)
+    base = site_base(pages)
+    study = compare_answers(golden, answers, responses, top_k=top_k, retriever=described, alpha=alpha, base=base)
+    if not any(p.collection_hit for p in study.pairs) and not any(relevant_pages(p.patterns, pages, base)
                                                                   for p in study.pairs):
         study.absent = (f"none of the golden set's {len(study.pairs)} questions expects a page this collection "
                         "holds: it describes another book, or its expected_url_patterns are wrong")
@@ -235,7 +238,8 @@ class SideBySideResult:
         overlaps = [p.overlap for p in study.answered if p.overlap is not None]
         mean_overlap = sum(overlaps) / len(overlaps) if overlaps else math.nan
         report.finding(f"mean overlap@{study.top_k} {mean_overlap:.3f} over {len(overlaps)} answered questions "
-                       f"of {len(study.pairs)}")
+                       f"of {len(study.pairs)}" if overlaps else
+                       f"overlap@{study.top_k}: no question answered ({len(study.pairs)} asked; see the errors gate)")
         for name, value in (("questions", len(study.pairs)), ("answered", len(study.answered)),
                             ("mean_overlap_at_k", mean_overlap), ("team_hit_at_k", study.team_hit_rate),
                             ("collection_hit_at_k", study.collection_hit_rate),

@@ -131,8 +131,24 @@ def unheld_fields(held: Sequence[str]) -> dict[str, str]:
             for name, roles in _FIELD_ROLES.items() if not set(roles) & set(held)}
 
 
-def _library_ranking(library: Retriever, query: str) -> list[tuple[str, float]]:
-    return [(r.chunk_id or r.point_id, r.similarity_score) for r in library.search(query, top_k=_DEFAULT_TOP_K).results]
+def unmade_slug(results: Sequence[Any]) -> str | None:
+    """Why no slug can be made for the library's ``results`` (:class:`~retrieval_lib.models.SearchResult` s), or
+    None when one of them gives one: a seed-003 slug is a page's route, from the chunk's URL or from a Markdown file
+    path (as the service makes it), and a collection whose sources are neither (team #3's ``appendices/a-glossary``)
+    never wrote anything to make it from."""
+    from retrieval_lib.book.routes import route_of_stored_path
+    from retrieval_lib.stores.metadata import slug_of
+
+    if not results or any(slug_of(r.source_url) or route_of_stored_path(r.source_file) for r in results):
+        return None
+    files = list(dict.fromkeys(r.source_file for r in results if r.source_file))
+    shown = ", ".join(repr(f) for f in files[:3]) + (f" and {len(files) - 3} more" if len(files) > 3 else "")
+    return ("the collection holds no source URL, and its source files "
+            + (f"({shown}) are no Markdown file paths a page's route comes from" if files else "are empty"))
+
+
+def _library_ranking(results: Sequence[Any]) -> list[tuple[str, float]]:
+    return [(r.chunk_id or r.point_id, r.similarity_score) for r in results]
 
 
 def validate_service(client: ApiClient, queries: Sequence[str], *, library: Retriever | None = None, repeats: int = 3,
@@ -166,12 +182,18 @@ def validate_service(client: ApiClient, queries: Sequence[str], *, library: Retr
                 http_ms.append(client.search({"query": q}).ms)
                 if library is not None:
                     library_ms.append(worker.submit(_timed_search, library, q).result())
+    unheld: dict[str, str] = {}
+    ranked: dict[str, list[tuple[str, float]]] | None = None
+    if library is not None:
+        results = {q: library.search(q, top_k=_DEFAULT_TOP_K).results for q in queries}
+        ranked = {q: _library_ranking(rs) for q, rs in results.items()}
+        unheld = unheld_fields(library.held_fields())
+        if "slug" not in unheld and (why := unmade_slug([r for rs in results.values() for r in rs])):
+            unheld["slug"] = why
     return ApiValidation(
         url=client.url, health=health, dependencies=health_dependencies(health.body), answers=answers,
-        library={q: _library_ranking(library, q) for q in queries} if library is not None else None,
-        top_k=top_k, errors=errors, unstable=sorted(set(unstable)), concurrent=concurrent,
-        http_ms=http_ms, library_ms=library_ms, golden=golden,
-        unheld=unheld_fields(library.held_fields()) if library is not None else {},
+        library=ranked, top_k=top_k, errors=errors, unstable=sorted(set(unstable)), concurrent=concurrent,
+        http_ms=http_ms, library_ms=library_ms, golden=golden, unheld=unheld,
     )
 
 

@@ -41,6 +41,11 @@ if TYPE_CHECKING:
 
 __all__ = ["run", "Api", "verdicts", "ApiClient", "own_service"]
 
+#: Said when the profile names a team's retriever: it is not the service this notebook validates.
+CHATBOT_NOT_VALIDATED = ("the profile's `retriever:` (the chatbot) is not validated here: notebook 15 (side by side) "
+                         "compares it with the collection; this notebook validates a seed-003 service (ours over the "
+                         "same collection when api_url is empty, against the library's own in-process search)")
+
 #: The gates this check records.
 GATES = (API_HEALTH, API_FIELDS, API_GOLDEN, API_TOP_K, API_INVALID, API_REPEATS, API_CONCURRENT, API_OVERHEAD,
          API_METADATA)
@@ -50,6 +55,10 @@ def run(ctx: NotebookRun, *, api_url: str, golden_set: str, api_repeats: int, ap
         api_latency_rounds: int, api_max_overhead_ms: float, metadata_table: str) -> Api | NotApplicable:
     """Notebook 08's check: the service at ``api_url`` (empty: ours, started for the check and stopped after it)
     probed with the golden set's queries, and the metadata rows (``metadata_table``) against the vector points.
+
+    Our service's reference is the library's own in-process search over the same collection
+    (``ctx.collection_retriever``), whatever the profile's ``retriever:`` names: a team's chatbot is not a seed-003
+    service (notebook 15 compares it with the collection); a finding says so when one is configured.
 
     Raises:
         ConfigurationError: ``api_url`` is not an http(s) URL, or our own service did not start.
@@ -63,15 +72,20 @@ def run(ctx: NotebookRun, *, api_url: str, golden_set: str, api_repeats: int, ap
     with ExitStack() as stack:  # our own service is stopped on the way out
         svc = stack.enter_context(own_service(ctx.settings)) if not api_url else None
         client = stack.enter_context(ApiClient(svc.url if svc else api_url))
-        library = ctx.retriever if svc else None  # the reference when the service is ours
+        # the reference when the service is ours: the library's own search over the same collection. Never
+        # ctx.retriever: with a team's `retriever:` in the profile that is their chatbot (notebook 15 compares it
+        # with the collection); 08 asks whether OUR seed-003 service serves this collection as the library does
+        library = ctx.collection_retriever if svc else None
         validation = _validate.validate_service(client, queries, library=library, repeats=api_repeats,
                                                 concurrency=api_concurrency, latency_rounds=api_latency_rounds)
         meta = _consistency.check(ctx.settings, ctx.store, ctx.collection, table=metadata_table)
     # no port or path: the line is the same on every run
     target = ("this project's own service, started on a free loopback port for this notebook" if svc
               else "the service at the given api_url")
+    chatbot = ctx.retriever_spec.kind != "collection"
     return Api(target, len(queries), validation, meta, max_overhead_ms=api_max_overhead_ms,
-               startup_seconds=svc.startup_seconds if svc else None)
+               startup_seconds=svc.startup_seconds if svc else None,
+               note=CHATBOT_NOT_VALIDATED if chatbot else "")
 
 
 @dataclass
@@ -84,6 +98,8 @@ class Api:
     metadata: MetadataConsistency
     max_overhead_ms: float
     startup_seconds: float | None = None
+    #: a finding about what was not validated (the profile's chatbot), or empty
+    note: str = ""
 
     def __str__(self) -> str:
         meta = self.metadata
@@ -104,3 +120,5 @@ class Api:
         _validate.record(report, self.validation, max_overhead_ms=self.max_overhead_ms,
                          startup_seconds=self.startup_seconds)
         _consistency.record(report, self.metadata)
+        if self.note:
+            report.finding(self.note)

@@ -51,6 +51,7 @@ class TeamRetriever:
         reorder: how it orders what it keeps (a reranker).
         reader: payload -> (content, source_url) (a reader asking for other keys).
         fail: every question fails with this error kind.
+        ids: whether its results carry their chunk id (most backends return text, source and score only).
     """
 
     kind = "python"
@@ -60,9 +61,9 @@ class TeamRetriever:
                  reorder: Callable[[list[Any]], list[Any]] = lambda pts: pts,
                  reader: Callable[[dict[str, Any]], tuple[Any, Any]] = lambda p: (p.get("content"),
                                                                                   p.get("source_url")),
-                 fail: str | None = None) -> None:
+                 fail: str | None = None, ids: bool = True) -> None:
         self.store, self.embed, self.keep, self.reorder = store, embed, keep, reorder
-        self.reader, self.fail = reader, fail
+        self.reader, self.fail, self.ids = reader, fail, ids
         self.asked = 0
 
     def describe(self) -> str:
@@ -87,7 +88,8 @@ class TeamRetriever:
             hits = []
             for rank, p in enumerate(points, 1):
                 content, url = self.reader(p.payload or {})
-                hits.append(Hit(rank=rank, content=content, source_url=url, score=float(p.score), chunk_id=str(p.id),
+                hits.append(Hit(rank=rank, content=content, source_url=url, score=float(p.score),
+                                chunk_id=str(p.id) if self.ids else None,
                                 title=(p.payload or {}).get("title")))
             out.append(Answer(query=q, top_k=top_k, hits=hits))
         return out
@@ -184,6 +186,41 @@ def test_another_model_is_named_when_no_embedding_explains_the_scores(book, coll
     assert gates(report)["side_by_side.query_embedding"] is False
 
 
+def test_another_model_is_named_from_results_without_ids_and_is_no_filter(book, collection, embedder, golden,
+                                                                          tmp_path):
+    # text, source and score only (team #3's backend): the chunks are found by their text; an unrelated query
+    # embedding shares no chunk with the collection's top 5, yet its answers span the book: no filter
+    other = TeamRetriever(book.store, lambda texts: embedder.embed_queries([t.upper()[::-1] for t in texts]),
+                          ids=False)
+    study, report = study_of(other, collection, golden, tmp_path)
+    assert all(not r.ids for p in study.pairs for r in p.team.rows)
+    assert all(p.overlap == 0.0 for p in study.pairs)
+    assert study.causes["embedding"].title == "another model or a transformed query"
+    assert len(study.scores) == 5 * len(study.pairs)  # every result's chunk found by its text
+    assert gates(report)["side_by_side.query_embedding"] is False
+    assert "filter" not in found(study) and gates(report)["side_by_side.sources"] is True
+    assert "not a filter" in study.causes["filter"].summary
+
+
+def test_a_transformed_query_without_ids_is_named_not_a_reranker(book, collection, embedder, golden, tmp_path):
+    # a prefix the documents never had: most chunks are the collection's, in another order, matched by their text
+    team = TeamRetriever(book.store, lambda texts: embedder.embed_queries([PREFIX + t for t in texts]), ids=False)
+    study, report = study_of(team, collection, golden, tmp_path)
+    assert study.causes["embedding"].title == "another model or a transformed query"
+    assert gates(report)["side_by_side.query_embedding"] is False
+    assert len(study.scores) == 5 * len(study.pairs)  # matched in the top 5 by text, or found by it
+    order = study.causes["order"]
+    assert order.found and "reranker or fusion" not in order.summary and "query embedding" in order.summary
+
+
+def test_queries_embedded_as_documents_are_named_from_results_without_ids(book, prefixed, embedder, golden,
+                                                                         tmp_path):
+    wrong = TeamRetriever(book.store, Prefixed(embedder).embed_documents, ids=False)
+    study, report = study_of(wrong, prefixed, golden, tmp_path)
+    assert study.causes["embedding"].title == "queries embedded as documents"
+    assert gates(report)["side_by_side.query_embedding"] is False
+
+
 def test_the_same_chunks_reversed_are_named_a_reordering_not_a_fault(book, collection, embedder, golden, tmp_path):
     team = TeamRetriever(book.store, embedder.embed_queries, reorder=lambda pts: pts[::-1])
     study, report = study_of(team, collection, golden, tmp_path)
@@ -214,6 +251,8 @@ def test_an_error_on_every_question_fails_the_errors_gate_and_is_never_an_empty_
     assert cause.evidence[0]["error_kind"] == "http 503" and cause.evidence[0]["questions"] == len(study.pairs)
     assert "Service Unavailable" in cause.summary
     assert "cut" not in found(study)
+    assert not any("nan" in f for f in report.findings)
+    assert any("no question answered" in f for f in report.findings)
 
 
 def test_results_without_text_name_the_key_the_collection_holds(book, collection, embedder, golden, tmp_path):
