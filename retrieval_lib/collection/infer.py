@@ -275,6 +275,14 @@ def infer_roles(payloads: Iterable[Mapping[str, Any] | None]) -> PayloadRoles:
                  and stats[k].filled]
         if role == "title":
             found = [k for k in found if not stats[k].constant or points <= 1]
+            # a page's title names one page: a key with far fewer values than there are sources names a section of
+            # the book (team #3's `module`: 5 values over 31 pages), and drafting would read it as every page's title
+            sources = len(stats[fields["source_file"][0]].distinct) if "source_file" in fields else 0
+            for k in [k for k in found if sources >= 6 and len(stats[k].distinct) * 2 < sources]:
+                evidence.setdefault("_rejected", "")
+                evidence["_rejected"] += (f"`{k}` holds {len(stats[k].distinct)} values over {sources} sources: a "
+                                          "section of the book, not a page's title; ")
+                found.remove(k)
         if role == "chunk_id" and found and stats[found[0]].main_type == "int" and "chunk_sequence" not in fields:
             # `chunk_id` as a position within the page (seen in the wild): it is the chunk's index
             fields["chunk_sequence"] = (found[0],)

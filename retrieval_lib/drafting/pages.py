@@ -143,13 +143,16 @@ def read_pages(store: Any, collection: str) -> tuple[list[Page], list[str]]:
     for page in pages.values():
         ordered = all(c.sequence is not None for c in page.chunks)
         page.chunks.sort(key=_SEQUENCE if ordered else _reading_order)
-        if page.title is None:  # the first level-1 heading of the page's first chunk
+        if page.title is None or _SLUG.fullmatch(page.title):  # the first level-1 heading of the first chunk
             first = next(((lv, h) for lv, h, _ in page.chunks[0].spans() if lv == 1), None)
-            page.title = normalise_heading(first[1]) if first else None
+            page.title = normalise_heading(first[1]) if first else page.title
     return [pages[k] for k in sorted(pages)], roles
 
 
 _SEQUENCE = attrgetter("sequence")
+#: A title that is a file's or a route's name ("03-urdf", team #3's `page`), not words a reader asks in: the page's
+#: own first heading is its title where it has one.
+_SLUG = re.compile(r"[\w.]+(?:-[\w.]+)+")
 #: A separator and a site's name at the end of a title, as HTML titles carry it ("Page | Site", "Page - Site").
 _SITE_SUFFIX = re.compile(r"\s[|·–—-]\s[^|·–—]+$")
 

@@ -43,3 +43,17 @@ def test_a_pages_uuid_beside_its_url_is_not_the_source_file():
     # without URLs, a page's uuid is all that names its source: it stays the source
     bare = [{k: v for k, v in p.items() if k != "url"} for p in payloads]
     assert infer_roles(bare).fields["source_file"] == ("document_id",)
+
+
+def test_a_key_with_a_few_values_over_many_pages_is_a_section_not_the_title():
+    # team #3: `source` = "module/page", `module` = the folder (5 values over the book's pages), `page` = the page
+    pages = [(f"module-{m:02d}", f"{p:02d}-page-{m}-{p}") for m in range(1, 6) for p in range(1, 5)]
+    payloads = [{"text": f"chunk {i} of {page}, long enough to be the chunk's text", "source": f"{module}/{page}",
+                 "module": module, "page": page} for module, page in pages for i in range(2)]
+    roles = infer_roles(payloads)
+    assert roles.fields["source_file"] == ("source",)
+    assert roles.fields["title"] == ("page",)
+    assert "`module` holds 5 values over 20 sources" in roles.evidence["_rejected"]
+    # a title per page, as most pipelines write it, stays the title
+    titled = [{**p, "title": p["page"].upper()} for p in payloads]
+    assert infer_roles(titled).fields["title"] == ("title",)

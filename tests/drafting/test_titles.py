@@ -1,9 +1,14 @@
-"""Titles a team's scraper took from each page's HTML title carry the site's name ("The NVIDIA Isaac Platform |
-Physical AI & Humanoid Robotics", team #12): every question drafted from a title carried it too."""
+"""Titles questions are drafted from, as teams' pipelines write them.
+
+- A scraper that took each page's HTML title kept the site's name ("The NVIDIA Isaac Platform | Physical AI &
+  Humanoid Robotics", team #12): every question drafted from a title carried it too.
+- A title that is the page's file or route name ("03-urdf", team #3's `page`) was asked as the question
+  "a-glossary": the page's own first heading is its title where it has one.
+"""
 
 from __future__ import annotations
 
-from retrieval_lib.drafting.pages import Page, _site_suffix
+from retrieval_lib.drafting.pages import _SLUG, Page, _site_suffix
 
 SITE = " | Physical AI & Humanoid Robotics"
 
@@ -23,3 +28,10 @@ def test_titles_that_share_no_suffix_keep_theirs():
     assert _site_suffix(_pages(["ROS 2 - Nodes", "Gazebo - Worlds", "Isaac Sim", "URDF | Joints"])) is None
     assert _site_suffix(_pages(["A | Site", "B | Site"])) is None  # two are not a pattern
     assert _site_suffix(_pages([None, "Sim-to-Real Transfer", "Vision-Language-Action Models"])) is None
+
+
+def test_a_file_or_route_name_is_not_a_title_to_ask():
+    for slug in ("a-glossary", "03-urdf", "05-launch-files.md", "isaac-sim-setup"):
+        assert _SLUG.fullmatch(slug)
+    for title in ("Appendix A: Glossary", "URDF", "Sim-to-Real Transfer", "ROS 2 Nodes", "Why Simulate?"):
+        assert not _SLUG.fullmatch(title)
