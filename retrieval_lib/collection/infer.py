@@ -71,6 +71,7 @@ class KeyStats:
     urlish: int = 0
     paths: int = 0
     id_like: int = 0
+    foldered: int = 0
     example: Any = None
     present: set[int] = field(default_factory=set)
     values: dict[int, str] = field(default_factory=dict)
@@ -142,6 +143,7 @@ def key_stats(payloads: Iterable[Mapping[str, Any] | None]) -> tuple[int, dict[s
                 s.urlish += bool(_URLISH.match(v)) and not local
                 s.paths += local
                 s.id_like += bool(_ID_LIKE.match(v))
+                s.foldered += "/" in v
             if s.example is None and kind != "object":
                 s.example = value if not isinstance(value, str) else value[:80]
     return points, stats
@@ -239,6 +241,12 @@ def infer_roles(payloads: Iterable[Mapping[str, Any] | None]) -> PayloadRoles:
     for k in _named(stats, CANDIDATES["source_file"]):
         s = stats[k]
         if k in used or s.main_type != "str":
+            continue
+        if "source_url" in fields and not s.foldered and s.text_values:
+            # bare file names lose the book's folders (two pages of one name become one): the URLs keep them
+            evidence.setdefault("_rejected", "")
+            evidence["_rejected"] += (f"`{k}` holds bare file names ({s.example!r}), no folder: the URLs' paths name "
+                                      "the pages; ")
             continue
         if "source_url" in fields and s.id_like >= s.text_values * 0.9:
             # a page's uuid names it unreadably: with URLs at hand, the source file comes from their paths

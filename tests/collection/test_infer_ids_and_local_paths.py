@@ -57,3 +57,19 @@ def test_a_key_with_a_few_values_over_many_pages_is_a_section_not_the_title():
     # a title per page, as most pipelines write it, stays the title
     titled = [{**p, "title": p["page"].upper()} for p in payloads]
     assert infer_roles(titled).fields["title"] == ("title",)
+
+
+def test_bare_file_names_beside_urls_give_way_to_the_urls_paths():
+    # team #2: metadata.file_name = "05-launch-files.md" (no folder) beside page_url, which keeps the folders
+    payloads = [{"content": f"chunk {i} of {name}, long enough to be the chunk's text",
+                 "page_url": f"https://z.github.io/Book/docs/{folder}/{name.removesuffix('.md')[3:]}",
+                 "metadata": {"file_name": name, "word_count": 100 + i}}
+                for folder, name in PAGES for i in range(3)]
+    roles = infer_roles(payloads)
+    assert roles.fields["source_url"] == ("page_url",) and "source_file" not in roles.fields
+    assert roles.derive_source_file and "bare file names" in roles.evidence["_rejected"]
+    first, second = (roles.read(payloads[i], f"p{i}")["source_file"] for i in (0, 3))
+    assert first != second and first.endswith("module-01-ros2/launch-files")  # the two 05-launch-files pages
+    # without URLs the file names are all there is: they stay the source
+    bare = [{k: v for k, v in p.items() if k != "page_url"} for p in payloads]
+    assert infer_roles(bare).fields["source_file"] == ("metadata.file_name",)

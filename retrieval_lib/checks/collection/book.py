@@ -28,6 +28,7 @@ and gives the tables.
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
@@ -125,14 +126,21 @@ def read_book(docs: str | None, sitemap: str | None, *, route_base: str | None =
     return bk.read_sitemap(str(sitemap))
 
 
-def _expected_by(golden: GoldenSet | None, source: bk.SourceMatch) -> list[str] | None:
-    """The golden and extra queries whose expected patterns name ``source`` (None without a golden set)."""
+def _expected_by(golden: GoldenSet | None, source: bk.SourceMatch, base: Sequence[str] = ()) -> list[str] | None:
+    """The golden and extra queries whose expected patterns name ``source`` (None without a golden set); ``base``:
+    the site's base path segments, as notebook 05 reads patterns (``golden_set.site_base``)."""
     from retrieval_lib.checks.retrieval.golden_set import url_matches
 
     if golden is None:
         return None
     return [q.query for q in (*golden.queries, *golden.extra_queries)
-            if any(url_matches(v, p) for v in (source.url, source.file) if v for p in q.expected_url_patterns)]
+            if any(url_matches(v, p, base) for v in (source.url, source.file) if v for p in q.expected_url_patterns)]
+
+
+def _site_base(bmap: bk.BookMap) -> tuple[str, ...]:
+    from retrieval_lib.checks.retrieval.golden_set import site_base
+
+    return site_base([s.url for s in bmap.sources if s.url])
 
 
 def still_retrieved(search: Any, golden: GoldenSet, chunks: bk.BookChunks, gone: list[bk.SourceMatch]) -> \
@@ -215,7 +223,8 @@ def study(view: Any, collection: str, *, docs: str | None = None, sitemap: str |
     except ValidationError as exc:
         problems["near_duplicates"] = str(exc)
     golden = load_golden_set(golden_set) if golden_set else None
-    if golden is not None and bmap is not None and not any(_expected_by(golden, src) for src in bmap.sources):
+    if golden is not None and bmap is not None and not any(_expected_by(golden, src, _site_base(bmap))
+                                                           for src in bmap.sources):
         # its questions expect no page of this collection: another book's (the demo's, where no profile was given)
         problems["golden_set"] = (f"the golden set {golden.path.name if golden.path else golden.name} expects no "
                                   "page of this collection (it describes another book, or its expected_url_patterns "
@@ -232,7 +241,7 @@ def book_lists(s: BookStudy, changed_max_share: float, thin_min_coverage: float)
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS}
     if s.book is not None and s.bmap is not None and "missing" not in s.problems:
         out["missing"] = bk.missing_pages(s.book, s.bmap)
-        out["gone"] = [{**row, "expected_by": _expected_by(s.golden, src),
+        out["gone"] = [{**row, "expected_by": _expected_by(s.golden, src, _site_base(s.bmap)),
                         "retrieved_by": None if s.retrieved is None else s.retrieved.by_source[src.source]}
                        for row, src in zip(bk.gone_sources(s.bmap), s.bmap.unmatched)]
     if "changed" not in s.problems:
