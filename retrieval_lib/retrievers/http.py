@@ -12,8 +12,9 @@ from typing import Any
 
 import httpx
 
+from retrieval_lib.config import read_variables
 from retrieval_lib.retrievers.base import MappedRetriever, _Failed
-from retrieval_lib.retrievers.spec import RetrieverSpec, expand, one_line
+from retrieval_lib.retrievers.spec import RetrieverSpec, env_references, expand, one_line
 
 __all__ = ["HttpRetriever", "fill_template", "DEFAULT_BODY"]
 
@@ -42,8 +43,12 @@ class HttpRetriever(MappedRetriever):
 
     def __init__(self, spec: RetrieverSpec, *, transport: httpx.BaseTransport | None = None) -> None:
         super().__init__(spec)
+        # the variables the headers' ``${NAME}`` references name, read once (the .env, the environment over it);
+        # no other variable is kept
+        every = read_variables()
+        self._variables = {n: every[n] for v in spec.headers.values() for n in env_references(v) if n in every}
         for name, value in spec.headers.items():  # a variable set nowhere stops here, before any question
-            expand(value, where=f"the retriever's header {name}")
+            expand(value, self._variables, where=f"the retriever's header {name}")
         self._client = httpx.Client(timeout=spec.timeout_s, transport=transport, follow_redirects=True,
                                     trust_env=False)
 
@@ -58,7 +63,7 @@ class HttpRetriever(MappedRetriever):
         url, secrets = str(self.spec.url), []  # the url holds no ${ENV} (refused by the spec)
         headers = {}
         for name, value in self.spec.headers.items():
-            headers[name], used = expand(value, where=f"the retriever's header {name}")
+            headers[name], used = expand(value, self._variables, where=f"the retriever's header {name}")
             secrets += used
         self._secrets = sorted(set(self._secrets) | set(secrets))
         body = fill_template(self.spec.body if self.spec.body is not None else DEFAULT_BODY, query, top_k)

@@ -223,8 +223,8 @@ def study(view: Any, collection: str, *, docs: str | None = None, sitemap: str |
     except ValidationError as exc:
         problems["near_duplicates"] = str(exc)
     golden = load_golden_set(golden_set) if golden_set else None
-    if golden is not None and bmap is not None and not any(_expected_by(golden, src, _site_base(bmap))
-                                                           for src in bmap.sources):
+    base = _site_base(bmap) if bmap is not None else ()
+    if golden is not None and bmap is not None and not any(_expected_by(golden, src, base) for src in bmap.sources):
         # its questions expect no page of this collection: another book's (the demo's, where no profile was given)
         problems["golden_set"] = (f"the golden set {golden.path.name if golden.path else golden.name} expects no "
                                   "page of this collection (it describes another book, or its expected_url_patterns "
@@ -241,7 +241,8 @@ def book_lists(s: BookStudy, changed_max_share: float, thin_min_coverage: float)
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS}
     if s.book is not None and s.bmap is not None and "missing" not in s.problems:
         out["missing"] = bk.missing_pages(s.book, s.bmap)
-        out["gone"] = [{**row, "expected_by": _expected_by(s.golden, src, _site_base(s.bmap)),
+        base = _site_base(s.bmap)
+        out["gone"] = [{**row, "expected_by": _expected_by(s.golden, src, base),
                         "retrieved_by": None if s.retrieved is None else s.retrieved.by_source[src.source]}
                        for row, src in zip(bk.gone_sources(s.bmap), s.bmap.unmatched)]
     if "changed" not in s.problems:
