@@ -26,6 +26,7 @@ __all__ = ["LocalEmbedder", "SentenceTransformerEmbedder", "model_folder", "mode
 
 _MODEL_CACHE: dict[str, object] = {}
 _MODEL_LOCK = threading.Lock()
+_TOKENIZERS: dict[str, Any] = {}
 
 
 def _bundled_folder() -> Path:
@@ -128,6 +129,30 @@ def _load_sentence_transformer(folder: Path) -> Any:
         return _MODEL_CACHE[key]
 
 
+def _fast_tokenizer(folder: Path) -> Any:
+    """The model's own tokenizer from its ``tokenizer.json`` (the Rust ``tokenizers`` library that
+    sentence-transformers runs behind its tokenizer), without loading torch or the weights; ``None`` when the folder
+    has no such file (the model's tokenizer is then asked). Counting is all it is used for: without truncation or
+    padding it gives what ``tokenizer.tokenize(text)`` gives."""
+    key = str(folder)
+    with _MODEL_LOCK:
+        if key not in _TOKENIZERS:
+            file = folder / "tokenizer.json"
+            tokenizer = None
+            if file.is_file():
+                from tokenizers import Tokenizer
+
+                try:
+                    tokenizer = Tokenizer.from_file(str(file))
+                except Exception:  # noqa: BLE001 - a file this library cannot read: the model's tokenizer counts
+                    tokenizer = None
+                else:
+                    tokenizer.no_truncation()
+                    tokenizer.no_padding()
+            _TOKENIZERS[key] = tokenizer
+        return _TOKENIZERS[key]
+
+
 class LocalEmbedder:
     """all-MiniLM-L6-v2 (or another local sentence-transformers folder) on the CPU.
 
@@ -183,6 +208,12 @@ class LocalEmbedder:
         return self._encode(texts)
 
     def count_tokens(self, text: str) -> int:
+        """Tokens of ``text`` without the two special tokens, as the model's tokenizer cuts it; read from its
+        ``tokenizer.json`` where it has one, so counting (ingest's chunker, ``inspect``, notebook 12) never waits
+        on the model to load."""
+        fast = _fast_tokenizer(self._folder)
+        if fast is not None:
+            return len(fast.encode(text, add_special_tokens=False).ids)
         return len(self._st.tokenizer.tokenize(text))
 
 

@@ -20,6 +20,7 @@ Exit codes: 0 all gates passed, 1 a gate failed, 2 a notebook raised an error
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import os
 import re
@@ -189,13 +190,20 @@ def _kernel_name() -> str:
     return KERNEL_NAME if KERNEL_NAME in KernelSpecManager().find_kernel_specs() else "python3"
 
 
+@functools.cache
+def _exporter() -> Any:
+    """One HTML exporter per process: building one (its templates and filters) costs five times one render."""
+    from nbconvert import HTMLExporter
+
+    return HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
+
+
 def _render_html(executed: Path, target: Path, parameters: dict[str, Any]) -> None:
     """A report view of an executed notebook: no code, the parameters once as a table, text left-aligned.
 
     The executed notebook with its code stays beside it (``notebooks/``) for whoever wants it.
     """
     import nbformat
-    from nbconvert import HTMLExporter
 
     nb = nbformat.read(executed, as_version=4)
     # papermill's "injected-parameters" cell and the defaults cell are code; a table says the same once
@@ -204,8 +212,7 @@ def _render_html(executed: Path, target: Path, parameters: dict[str, Any]) -> No
         table = nbformat.v4.new_markdown_cell("**Parameters of this run**\n\n| parameter | value |\n|---|---|\n" + rows)
         first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
         nb.cells.insert(first_code, table)
-    exporter = HTMLExporter(exclude_input=True, exclude_input_prompt=True, exclude_output_prompt=True)
-    body, _ = exporter.from_notebook_node(nb)
+    body, _ = _exporter().from_notebook_node(nb)
     style = ("<style>.jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{text-align:left!important;"
              "white-space:normal;overflow-wrap:anywhere}</style>")
     body = _MISSING_CELL.sub("<td>—</td>", body.replace("</head>", style + "</head>", 1))

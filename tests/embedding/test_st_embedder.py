@@ -119,3 +119,30 @@ def test_the_contract_names_documents_embedded_as_queries(e5_style, stored_as):
     d = result.diagnosis
     assert d is not None and d.cause == "swapped input type" and d.mistake == "documents embedded as queries"
     assert d.best_type == "query" and d.type_cosines["query"] > 0.999 > d.type_cosines["document"]
+
+
+def test_tokens_are_counted_from_tokenizer_json_as_the_models_tokenizer_counts_them_without_loading_it(tmp_path):
+    # ingest's chunker, inspect and notebook 12 only count: they must not wait on torch and the weights to load,
+    # and must count exactly what the model's own tokenizer counts (the chunker's sizes depend on it)
+    from retrieval_lib.embedding import LocalEmbedder
+    from retrieval_lib.ingest.documents import discover_documents
+
+    counter = LocalEmbedder()
+    texts = [p.read_text(encoding="utf-8") for p in discover_documents(PROJECT_ROOT / "retrieval_lib" / "sample_book"
+                                                                        / "docs")]
+    texts += ["", "héllo wörld ñ 東京 🙂", "a\u0301", "[CLS] [SEP] [MASK] a title", "x" * 3000, "ROS 2 " * 400]
+    counts = [counter.count_tokens(t) for t in texts]
+    assert counter._loaded is None  # counted, nothing loaded
+    tokenizer = LocalEmbedder()._st.tokenizer  # the model's own, loaded
+    assert counts == [len(tokenizer.tokenize(t)) for t in texts]
+    assert counts[-1] > 512  # no truncation at the tokenizer file's 128
+
+    # a model folder without tokenizer.json: its own tokenizer counts
+    folder = tmp_path / "no-tokenizer-json"
+    for path in minilm_folder().rglob("*"):
+        if path.is_file() and path.name != "tokenizer.json":
+            target = folder / path.relative_to(minilm_folder())
+            target.parent.mkdir(parents=True, exist_ok=True)
+            os.symlink(path, target)
+    slow = SentenceTransformerEmbedder(str(folder))
+    assert [slow.count_tokens(t) for t in texts[-4:]] == counts[-4:]

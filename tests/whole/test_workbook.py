@@ -21,7 +21,8 @@ from corpus import SAMPLE_COLLECTION
 
 from retrieval_lib.config import PROJECT_ROOT
 
-pytestmark = [pytest.mark.slow, pytest.mark.timeout(600)]
+#: One worker runs this module (make test: --dist loadgroup), so the demo run both tests read is made once.
+pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("test_workbook")]
 
 
 @pytest.fixture(scope="module")
@@ -31,6 +32,14 @@ def store_copy(book, tmp_path_factory) -> Path:
     return target
 
 
+@pytest.fixture(scope="module")
+def demo_run(store_copy, tmp_path_factory) -> Path:
+    """Notebook 05 run with the demo profile on the sample collection: its run folder (both tests read it)."""
+    good = run_cli(store_copy, PROJECT_ROOT / "params" / "demo.yaml", tmp_path_factory.mktemp("demo-run"), "05")
+    assert good.returncode == 0, good.stderr[-2000:]
+    return Path(good.stdout.strip().splitlines()[-1].removeprefix("report: ")).parent
+
+
 def run_cli(store: Path, params: Path, out: Path, notebooks: str) -> subprocess.CompletedProcess:
     env = {k: v for k, v in os.environ.items() if not k.startswith(("QDRANT_", "COHERE_", "EMBEDDING_"))}
     env.update(QDRANT_PATH=str(store), QDRANT_COLLECTION_NAME=SAMPLE_COLLECTION)
@@ -38,11 +47,9 @@ def run_cli(store: Path, params: Path, out: Path, notebooks: str) -> subprocess.
                             timeout=500)
 
 
-def test_demo_golden_set_passes_and_a_wrong_expectation_fails_the_gate(store_copy, tmp_path):
+def test_demo_golden_set_passes_and_a_wrong_expectation_fails_the_gate(store_copy, demo_run, tmp_path):
     demo = yaml.safe_load((PROJECT_ROOT / "params" / "demo.yaml").read_text())
-    good = run_cli(store_copy, PROJECT_ROOT / "params" / "demo.yaml", tmp_path / "out", "05")
-    assert good.returncode == 0, good.stderr[-2000:]
-    good_dir = Path(good.stdout.strip().splitlines()[-1].removeprefix("report: ")).parent
+    good_dir = demo_run
     assert json.loads((good_dir / "summary.json").read_text())["passed"] is True
 
     golden = yaml.safe_load((PROJECT_ROOT / demo["golden_set"]).read_text())
@@ -54,7 +61,7 @@ def test_demo_golden_set_passes_and_a_wrong_expectation_fails_the_gate(store_cop
     params.write_text(yaml.safe_dump({**demo, "profile": "wrong-golden", "golden_set": str(wrong_golden)}),
                       encoding="utf-8")
 
-    bad = run_cli(store_copy, params, tmp_path / "out", "05")
+    bad = run_cli(store_copy, params, good_dir.parent, "05")  # the same --out: a folder of its own
     assert bad.returncode == 1, bad.stderr[-2000:]
     index_path = Path(bad.stdout.strip().splitlines()[-1].removeprefix("report: "))
     assert index_path.parent != good_dir  # two runs, two folders
@@ -70,15 +77,14 @@ def run_compare(baseline: Path, candidate: Path) -> subprocess.CompletedProcess:
     return warm_cli.run_cli(["compare", baseline, candidate], timeout=500)
 
 
-def test_ci_recipe_compare_against_the_committed_baseline_passes_and_catches_a_removed_module(store_copy, tmp_path):
+def test_ci_recipe_compare_against_the_committed_baseline_passes_and_catches_a_removed_module(store_copy, demo_run,
+                                                                                               tmp_path):
     # the README's recipe "fail the build when retrieval regresses", on the sample book
     from retrieval_lib.stores.qdrant import VectorStore
 
     baseline = PROJECT_ROOT / "params" / "baselines" / "sample_book"
     demo = PROJECT_ROOT / "params" / "demo.yaml"
-    fresh = run_cli(store_copy, demo, tmp_path / "fresh", "05")
-    fresh_dir = Path(fresh.stdout.strip().splitlines()[-1].removeprefix("report: ")).parent
-    same = run_compare(baseline, fresh_dir)
+    same = run_compare(baseline, demo_run)
     assert same.returncode == 0, same.stdout[-2000:] + same.stderr[-2000:]
 
     degraded = tmp_path / "degraded"  # the ROS 2 module's chunks removed from a copy of the collection
