@@ -184,9 +184,20 @@ def _moved_keys(book: Book) -> dict[str, str]:
     return keys
 
 
-def _segments(value: str) -> tuple[list[str], bool]:
-    """(path segments, is a URL) of a source value; ``.html`` and ``index.html`` read as the page they serve."""
-    is_url = "://" in value
+#: A value of the URL role with no scheme that ends in a source file's extension is a file path, not a route.
+_FILE_SUFFIXES = (".md", ".mdx", ".markdown", ".rst", ".txt", ".ipynb")
+
+
+def _site_relative(value: str) -> bool:
+    """Whether a value of the URL role is a route on the site without its address (``/module-01/01-intro``, what
+    a chatbot links as a relative URL), not a file path."""
+    return value.startswith("/") and not value.startswith("//") and not value.lower().endswith(_FILE_SUFFIXES)
+
+
+def _segments(value: str, *, route: bool = False) -> tuple[list[str], bool]:
+    """(path segments, is a URL) of a source value; ``.html`` and ``index.html`` read as the page they serve.
+    ``route``: a value without a scheme is a URL too (:func:`_site_relative`)."""
+    is_url = "://" in value or route
     path = unquote(urlsplit(value).path if is_url else value.split("?")[0].split("#")[0])
     segs = [s for s in path.replace("\\", "/").split("/") if s and s != "."]
     if is_url and segs and segs[-1].lower() in ("index.html", "index.htm"):
@@ -252,14 +263,15 @@ def _map_sources(book: Book, chunks: BookChunks, base_url: str | None, route_bas
     raw: dict[str, _Hit | None] = {}
     # a URL source's page under a route its file path or folders give (read once the base path is known)
     moved: dict[str, _Hit] = {}
+    site_segs = _segments(site)[0] if site else []
     for label, idx in by_source.items():
         found: _Hit | None = None
-        for value in (chunks.source_file[idx[0]], chunks.source_url[idx[0]]):
+        for role, value in (("file", chunks.source_file[idx[0]]), ("url", chunks.source_url[idx[0]])):
             if not value or (site and "://" in value and not value.startswith(site)):
                 continue
-            segs, is_url = _segments(value)
-            if is_url and site:
-                segs = segs[len(_segments(site)[0]):]
+            segs, is_url = _segments(value, route=role == "url" and _site_relative(value))
+            if is_url and site and ("://" in value or segs[:len(site_segs)] == site_segs):
+                segs = segs[len(site_segs):]
             hit, stripped = _tail_match(segs, keys), False
             if hit is None and is_url:
                 # a team that built its URLs from file names (01-intro) against a book read as routes (a sitemap)
@@ -269,9 +281,14 @@ def _map_sources(book: Book, chunks: BookChunks, base_url: str | None, route_bas
                 moved.setdefault(label, _Hit(at[0], at[1], True, False, False))
                 if hit is None:
                     hit, stripped = at, False
-            if hit is not None:
-                found = _Hit(hit[0], hit[1], is_url, stripped, not is_url or hit[2].lower() == served_tail[hit[0]])
-                break
+            if hit is None:
+                continue
+            this = _Hit(hit[0], hit[1], is_url, stripped, not is_url or hit[2].lower() == served_tail[hit[0]])
+            if found is None:
+                found = this
+            elif this.url and not this.served and this.page == found.page:
+                # the file names the page, but the URL the chatbot cites is not where the site serves it
+                found = this
         raw[label] = found
 
     prefixes = Counter(hit.prefix for hit in raw.values() if hit is not None and hit.url)

@@ -134,3 +134,23 @@ def test_file_name_urls_match_a_sitemap_by_dropping_number_prefixes_and_say_so(t
     got = {s.source: (s.page, s.how) for s in m.sources}
     assert got == {urls[0]: ("/docs/basics/nodes", "URL route, number prefixes dropped"),
                    urls[1]: ("/docs/basics/topics", "URL route"), urls[2]: (None, "no page")}
+
+
+def test_site_relative_urls_are_routes_and_a_file_beside_an_unserved_url_does_not_hide_it(site):
+    # team #2's ingest writes page_url "/01-basics/02-nodes" (the file path, no address, no /docs) beside the file
+    # name: a chatbot citing it links to nothing, whether or not the file path also names the page
+    book = read_docs(site)
+    alone = map_sources(book, chunks(urls=["/01-basics/02-nodes", "/guide/setup", "/basics/nodes/",
+                                           "/guide/setup.md"]))
+    got = {s.source: (s.page, s.how, s.hint) for s in alone.sources}
+    assert got["/01-basics/02-nodes"] == ("01-basics/02-nodes.md", URL_FROM_FILE, "served at /docs/basics/nodes")
+    assert got["/guide/setup"] == ("guide/setup.md", URL_FROM_FILE, "served at /docs/guide/install")
+    assert got["/basics/nodes/"] == ("01-basics/02-nodes.md", "URL route", "")
+    assert got["/guide/setup.md"] == ("guide/setup.md", "file path", "")  # a file's extension: a file path
+
+    both = map_sources(book, chunks(files=["01-basics/02-nodes.md", "guide/README.md"],
+                                    urls=["/01-basics/02-nodes", "https://x.example/docs/guide"]))
+    got = {s.source: (s.page, s.how, s.hint, s.url) for s in both.sources}
+    assert got["01-basics/02-nodes.md"] == ("01-basics/02-nodes.md", URL_FROM_FILE, "served at /docs/basics/nodes",
+                                            "/01-basics/02-nodes")
+    assert got["guide/README.md"] == ("guide/README.md", "file path", "", "https://x.example/docs/guide")

@@ -315,7 +315,7 @@ class BookResult:
             if unserved:  # each one's hint says where the site serves its page
                 report.finding(f"{len(unserved)} source URLs name their page by its file, at a route the site does "
                                "not serve (a chatbot citing them links to nothing): " + _named(
-                                   f"{m.source} ({m.hint})" for m in unserved))
+                                   f"{m.url or m.source} ({m.hint})" for m in unserved))
         for name in LISTS:
             if name in s.problems:
                 _GATE[name].not_applicable(report, s.problems[name])
