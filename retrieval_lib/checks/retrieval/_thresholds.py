@@ -87,15 +87,28 @@ class ThresholdGap:
         lowest_in_domain: min in-domain top-1.
         width: ``lowest_in_domain - highest_ood`` (negative: the sets overlap).
         recommended: the gap's midpoint when ``width > 0``, else None.
+        ood_unanswered: OOD queries that got no result (a retriever's own cut or filter rejected them).
+        ood_answered: OOD queries that got one; when 0, the retriever rejects them all itself and no threshold of
+            the client's is recommended (a midpoint with an unknown score would be a guess).
     """
 
     highest_ood: float
     lowest_in_domain: float
     width: float
     recommended: float | None
+    ood_unanswered: int = 0
+    ood_answered: int = 1
+
+    @property
+    def rejected_by_retriever(self) -> bool:
+        """Whether no OOD query got any result: the retriever's own cut (or filter) rejects every one."""
+        return self.ood_answered == 0
 
     def describe(self) -> str:
         """The gap in one sentence (scores to 3 decimals)."""
+        if self.rejected_by_retriever:
+            return (f"the retriever's own cut already rejects every out-of-domain query (none got a result); any "
+                    f"threshold up to {self.lowest_in_domain:.3f} (lowest in-domain top-1) keeps every in-domain query")
         if self.recommended is not None:
             return (f"gap from {self.highest_ood:.3f} (highest OOD top-1) to {self.lowest_in_domain:.3f} (lowest "
                     f"in-domain top-1), width {self.width:.3f}: recommended threshold {self.recommended:.3f}")
@@ -108,7 +121,8 @@ def recommend_threshold(in_top1: Sequence[float], ood_top1: Sequence[float]) -> 
 
     The midpoint leaves equal room on both sides for queries not in the sets. When the sets overlap (or touch), no
     threshold separates them and ``recommended`` is None. A query without results counts as top-1 = 0 (an in-domain
-    query that finds nothing is as bad as can be; an OOD query that finds nothing is rejected).
+    query that finds nothing is as bad as can be; an OOD query that finds nothing is rejected). When no OOD query got
+    any result (a chatbot's retriever with a cut of its own), ``recommended`` is None too and the gap says so.
 
     Raises:
         ValidationError: either set is empty (``field`` names it).
@@ -118,8 +132,11 @@ def recommend_threshold(in_top1: Sequence[float], ood_top1: Sequence[float]) -> 
                               field="in_top1" if not in_top1 else "ood_top1")
     high_ood, low_in = max(_finite(ood_top1, 0.0)), min(_finite(in_top1, 0.0))
     width = low_in - high_ood
+    unanswered = sum(1 for v in ood_top1 if v is None or math.isnan(v))
+    answered = len(ood_top1) - unanswered
     return ThresholdGap(highest_ood=high_ood, lowest_in_domain=low_in, width=width,
-                        recommended=(high_ood + low_in) / 2 if width > 0 else None)
+                        recommended=(high_ood + low_in) / 2 if width > 0 and answered else None,
+                        ood_unanswered=unanswered, ood_answered=answered)
 
 
 @dataclass(frozen=True)
@@ -228,6 +245,8 @@ def roc_figure(in_top1: Sequence[float], ood_top1: Sequence[float], u: Threshold
     import matplotlib.pyplot as plt
     from sklearn.metrics import roc_curve
 
+    # queries without a result are left out, as :func:`measure` leaves them out of the AUC in the legend
+    in_top1, ood_top1 = ([v for v in top1 if not math.isnan(v)] for top1 in (in_top1, ood_top1))
     fpr, tpr, _ = roc_curve([1] * len(in_top1) + [0] * len(ood_top1), list(in_top1) + list(ood_top1))
     fig, ax = plt.subplots(figsize=(5, 4.5))
     ax.plot(fpr, tpr, drawstyle="steps-post", label=f"AUC {u.auc:.3f} [{u.auc_ci[0]:.3f}, {u.auc_ci[1]:.3f}]")

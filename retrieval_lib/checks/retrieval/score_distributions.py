@@ -293,15 +293,20 @@ class ScoreDistributions:
                    f"{clips.min_raw:.3f})")
         SCORES_SEPARATION.record(
             report, gap.width >= min_separation, value=round(gap.width, 4), threshold=min_separation, rule=">=",
-            detail=f"min in-domain top-1 {gap.lowest_in_domain:.3f} - max OOD top-1 {gap.highest_ood:.3f} "
-                   f"= {gap.width:.3f}", provenance=prov)
+            detail=(f"no out-of-domain query got a result (the retriever's own cut rejected all "
+                    f"{gap.ood_unanswered}); min in-domain top-1 {gap.lowest_in_domain:.3f}"
+                    if gap.rejected_by_retriever else
+                    f"min in-domain top-1 {gap.lowest_in_domain:.3f} - max OOD top-1 {gap.highest_ood:.3f} "
+                    f"= {gap.width:.3f}"), provenance=prov)
         lost = ", ".join(repr(q) for q in verdict.in_domain_lost) or "none"
         admitted = ", ".join(repr(q) for q in verdict.ood_admitted) or "none"
         SCORES_THRESHOLD.record(
             report, verdict.passed, fill={"candidate_threshold": candidate_threshold}, value=candidate_threshold,
             threshold=candidate_threshold,
             hint=(f"set `candidate_threshold` to {gap.recommended:.3f}, the middle of the gap between the sets"
-                  if gap.recommended is not None else "no threshold separates the sets: see the trade-off table"),
+                  if gap.recommended is not None else
+                  f"keep `candidate_threshold` at or below {gap.lowest_in_domain:.3f}, the lowest in-domain top-1"
+                  if gap.rejected_by_retriever else "no threshold separates the sets: see the trade-off table"),
             detail=f"in-domain queries losing every result: {lost}; OOD queries still answered: {admitted}",
             provenance=prov)
 
@@ -310,12 +315,17 @@ class ScoreDistributions:
         in_kept = sum(s >= candidate_threshold for s in in_top1)
         ood_kept = sum(s >= candidate_threshold for s in ood_top1)
         in_scores = _every_score(study.in_domain)
+        unanswered = (f" ({gap.ood_unanswered} of {len(ood_top1)} got no result: the retriever's own cut rejected "
+                      "them)" if gap.ood_unanswered else "")
         report.finding(f"in-domain top-1 scores run from {gap.lowest_in_domain:.3f} to {highest:.3f} (median "
-                       f"{median:.3f}); out-of-domain top-1 scores reach at most {gap.highest_ood:.3f}")
+                       f"{median:.3f}); " + ("no out-of-domain query got a result" if gap.rejected_by_retriever else
+                                             f"out-of-domain top-1 scores reach at most {gap.highest_ood:.3f}"
+                                             + unanswered))
         report.finding(f"at candidate_threshold {candidate_threshold:g}, {in_kept}/{len(in_top1)} in-domain and "
                        f"{ood_kept}/{len(ood_top1)} out-of-domain queries keep at least one result")
         report.finding(f"recommended threshold {gap.recommended:.3f} (midpoint of the {gap.width:.3f}-wide gap)"
-                       if gap.recommended is not None
+                       if gap.recommended is not None else
+                       f"no threshold to recommend: {gap.describe()}" if gap.rejected_by_retriever
                        else f"no threshold separates the sets: they overlap by {-gap.width:.3f}")
         report.finding(f"{sum(s < candidate_threshold for s in in_scores)} of {len(in_scores)} in-domain "
                        f"top-{study.top_k} results score below {candidate_threshold:g}: at that threshold those "

@@ -70,6 +70,27 @@ def test_overlapping_sets_fail_separation_and_get_no_recommendation(tmp_path):
     assert overlap.gap.describe().startswith("no gap: the highest OOD top-1 (0.700)")
 
 
+def test_a_retriever_that_rejects_every_ood_question_itself_gets_no_midpoint_with_a_made_up_zero(tmp_path):
+    # a chatbot's retriever with a cut of its own (similarity >= 0.45) answers out-of-domain questions with nothing:
+    # their top-1 is unknown, so "the midpoint of 0 and 0.6" (0.300, below the retriever's own cut) is no advice
+    own_cut = study(ood=[answer("x", []), answer("y", [])])
+    report, gates, verdict = record(own_cut, tmp_path)
+    assert gates[SEPARATE].passed and verdict.passed
+    assert gates[SEPARATE].detail == ("no out-of-domain query got a result (the retriever's own cut rejected all 2); "
+                                      "min in-domain top-1 0.600")
+    assert report.metrics["recommended_threshold"] is None
+    assert ("no threshold to recommend: the retriever's own cut already rejects every out-of-domain query (none got "
+            "a result); any threshold up to 0.600 (lowest in-domain top-1) keeps every in-domain query"
+            in report.findings)
+    assert not any("0.300" in f or "at most 0.000" in f for f in report.findings)
+    # some answered, some not: the highest answered one bounds the gap, and the rest are counted
+    mixed = study(ood=[answer("x", [hit(0.2, "m/x.md")]), answer("y", [])])
+    report, gates, _ = record(mixed, tmp_path / "mixed")
+    assert report.metrics["recommended_threshold"] == pytest.approx(0.4)
+    assert any(f.endswith("out-of-domain top-1 scores reach at most 0.200 (1 of 2 got no result: the retriever's "
+                          "own cut rejected them)") for f in report.findings)
+
+
 def test_a_threshold_that_loses_or_admits_queries_fails_and_hints_at_the_gap(tmp_path):
     _, gates, verdict = record(study(), tmp_path, candidate_threshold=0.65)
     lost = gates["threshold 0.65 keeps every in-domain query and rejects every OOD query"]
