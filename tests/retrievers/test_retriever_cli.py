@@ -70,3 +70,15 @@ def test_retriever_help_has_examples_and_exit_codes(capsys):
     assert main(["retriever", "--help"]) == 0
     out = capsys.readouterr().out
     assert "examples:\n  python -m retrieval_lib retriever" in out and "exit codes:" in out
+
+
+def test_search_prints_no_score_for_a_retriever_that_gives_none(tmp_path, capsys, monkeypatch):
+    # its results' order is all there is: the 1/rank stand-ins the gates set aside are not printed as scores
+    monkeypatch.delenv("RETRIEVER_SPEC", raising=False)
+    path = tmp_path / "ranks.yaml"
+    function = FUNCTION.replace("search_similar_chunks", "ranked_only")
+    path.write_text(f"profile: team\ngolden_set: ''\nretriever:\n  kind: python\n  function: {function}\n",
+                    encoding="utf-8")
+    assert main(["search", "--params", str(path), "What is ROS 2?", "--top-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "\n1. /docs/module-01-ros2/what-is-ros2" in out and "1.000" not in out and "0.500" not in out

@@ -40,6 +40,7 @@ from retrieval_lib.judging.judgments import (
     to_qrels,
 )
 from retrieval_lib.models import SearchResponse
+from retrieval_lib.retrievers.as_search import rank_stand_in
 from retrieval_lib.search import Retriever
 from retrieval_lib.workbook.check import NotApplicable
 
@@ -64,7 +65,7 @@ class JudgedRow:
     rank: int
     chunk_id: str
     source_file: str
-    score: float
+    score: float | None  # None: the retriever gives no score (ranks only)
     grade: int | None
     state: str  # "judged", "unjudged" or "stale"
 
@@ -182,12 +183,14 @@ def evaluate_judged(retriever: Retriever, queries: Sequence[str], judgments: Seq
     ranked: dict[str, list[str]] = {}
     for q, response in zip(queries, responses):
         ranked[q] = []
+        unscored = rank_stand_in([response]) is not None  # 1/rank stand-ins: the table shows no score
         for rank, r in enumerate(response.results, 1):
             cid = r.chunk_id or r.point_id
             ranked[q].append(cid)
             grade = qrels.get(q, {}).get(cid)
             state = "judged" if grade is not None else "stale" if (q, cid) in stale_keys else "unjudged"
-            rows.append(JudgedRow(q, rank, cid, r.source_file or "", r.similarity_score, grade, state))
+            rows.append(JudgedRow(q, rank, cid, r.source_file or "", None if unscored else r.similarity_score, grade,
+                                  state))
     per_query = judged_metrics(qrels, ranked, cutoff=cutoff, top_k=top_k, min_relevant_grade=min_relevant_grade)
     # the upper bound: every unjudged result of the top k counted as relevant
     optimistic = {q: dict(qrels.get(q, {})) for q in queries}

@@ -35,6 +35,7 @@ from retrieval_lib.checks.retrieval import _topics
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.params import GoldenSet
+from retrieval_lib.retrievers.as_search import rank_stand_in
 from retrieval_lib.stores import ReadableStore
 from retrieval_lib.stores.scan import Columns, read_columns
 from retrieval_lib.workbook.check import NotApplicable
@@ -254,10 +255,11 @@ def missed_heading_queries(queries: Sequence[CoverageQuery], responses: Sequence
         if query.origin != "heading" or any(r.source_file == query.owner for r in response.results):
             continue
         top = response.results[0] if response.results else None
+        scored = top is not None and rank_stand_in([response]) is None  # 1/rank stand-ins are no score
         rows.append({"source_file": query.owner, "heading_query": query.text,
                      "top1_file": top.source_file if top else None,
                      "top1_section": top.section_title if top else None,
-                     "top1_score": round(top.similarity_score, decimals) if top else None})
+                     "top1_score": round(top.similarity_score, decimals) if top and scored else None})
     return pd.DataFrame(rows, columns=["source_file", "heading_query", "top1_file", "top1_section", "top1_score"])
 
 

@@ -42,6 +42,7 @@ def register(sub: Any, add: Any, common: argparse.ArgumentParser) -> None:
 def run(args: argparse.Namespace) -> int:
     from retrieval_lib.cli.commands.check import read_profile
     from retrieval_lib.config import load_settings
+    from retrieval_lib.retrievers.as_search import rank_stand_in
     from retrieval_lib.search import Retriever, validate_params, validate_query
 
     # with a profile: its collection and retriever over the environment, as a run sets them
@@ -77,9 +78,11 @@ def run(args: argparse.Namespace) -> int:
     else:
         print(f"{response.total_results} results for {response.query_text!r} "
               f"({response.execution_time_ms:.0f} ms: embed {response.embed_ms:.0f}, search {response.search_ms:.0f})")
+    ranks_only = rank_stand_in([response]) is not None  # 1/rank stand-ins are no score: none is printed
     for rank, r in enumerate(response.results, 1):
         where = f"§{r.section_title}" if r.section_title else (f"«{r.title}»" if r.title else "")
-        print(f"\n{rank}. {r.similarity_score:.3f}  {r.source_file or r.source_url or r.point_id}  {where}".rstrip())
+        score = "" if ranks_only else f"{r.similarity_score:.3f}  "
+        print(f"\n{rank}. {score}{r.source_file or r.source_url or r.point_id}  {where}".rstrip())
         print(f"   {r.source_url}")
         preview = " ".join((r.content or "").split())
         print(f"   {preview[:200]}{'…' if len(preview) > 200 else ''}")

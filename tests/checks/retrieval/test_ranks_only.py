@@ -132,3 +132,22 @@ def test_05_finds_pages_by_rank_without_min_score_and_negatives_with_results_are
                                             "score to hold to max_score")
     assert not (tmp_path / "figures" / "05_golden_set_scores_vs_thresholds.png").exists()
     assert not any("smallest margin" in f or "highest negative top score" in f for f in report.findings)
+
+
+def test_03_and_13_show_no_score_where_ranks_stand_in(tmp_path):
+    # the tables a person reads: a 1/rank stand-in printed as a top-1 score (1.000) would read as a perfect match
+    from retrieval_lib.checks.retrieval import judgments
+    from retrieval_lib.checks.retrieval.source_coverage import CoverageQuery, missed_heading_queries
+
+    search = searcher({"ROS 2 nodes": PAGES[2:4], "Gazebo": PAGES[:2]})
+    search.store = SimpleNamespace(scroll=lambda collection, with_payload: iter(()))  # no judged chunk yet
+    asked = [CoverageQuery("ROS 2 nodes", "heading", owner="ros2.md")]
+    missed = missed_heading_queries(asked, search.search_many(["ROS 2 nodes"]))
+    assert missed["top1_file"].tolist() == ["gazebo.md"] and missed["top1_score"].isna().all()
+
+    judged = judgments.evaluate_judged(search, ["Gazebo"], [], top_k=2, cutoff=2)
+    assert [(row.rank, row.score) for row in judged.rows] == [(1, None), (2, None)]
+    scored = searcher({"Gazebo": PAGES[:2]}, scored=True)
+    scored.store = search.store
+    assert [row.score for row in judgments.evaluate_judged(scored, ["Gazebo"], [], top_k=2, cutoff=2).rows] == \
+        pytest.approx([0.9, 0.8])
