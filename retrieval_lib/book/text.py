@@ -37,7 +37,11 @@ __all__ = ["SHINGLE", "clean", "clean_all", "drop_front_matter", "words", "words
 
 #: Words per shingle: long enough that a shared shingle is the same sentence, short enough for a short chunk.
 SHINGLE = 4
-_IMPORT = re.compile(r"^(?:import|export)\s.*$", re.M)
+#: An MDX ``import`` statement (``import Tabs from '@theme/Tabs';``, ``import './x.css'``) and an ``export`` up to its
+#: semicolon or line end: each ends where the statement does, so a chunk whose lines were folded into one (``" ".join(
+#: text.split())``) keeps the words after it.
+_IMPORT = re.compile(r"""^(?:(?:import\s+(?:[^\n'"]*?\s*\bfrom\s*)?(["'])[^"'\n]*\1;?|export\s[^\n;]*;?)[ \t]*)+""",
+                     re.M)
 _LINK = re.compile(r"!?\[([^\]]*)\]\([^)]*\)")
 _TAG = re.compile(r"</?[A-Za-z][^<>]*>")
 _URL = re.compile(r"https?://\S+")

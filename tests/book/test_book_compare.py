@@ -333,3 +333,19 @@ def test_an_edited_front_matter_is_no_change_and_an_edited_text_still_is(tmp_pat
     assert (got["p.md"].chunks, got["p.md"].judged, got["p.md"].stale) == (2, 1, 0)
     got = _compare_files(tmp_path, {"p.md": rewritten}, {"p.md": old})
     assert (got["p.md"].chunks, got["p.md"].judged, got["p.md"].stale) == (2, 1, 1)
+
+
+def test_a_chunk_folded_into_one_line_keeps_its_words_after_an_mdx_import(tmp_path):
+    # teams #6, #7 and #12 fold a chunk's whitespace (" ".join(text.split())): an .mdx page's imports then share
+    # one line with the text, and dropping "the import line" dropped the whole chunk (a false "thin ingest")
+    assert clean("import Tabs from '@theme/Tabs'; import X from \"y\" # Installing Isaac Sim") == clean(
+        "# Installing Isaac Sim").rjust(len(clean("import Tabs from '@theme/Tabs'; import X from \"y\" # Installing "
+                                                  "Isaac Sim")))
+    assert clean("export const meta = {a: 1}; more words").split() == [b"more", b"words"]
+    rng = random.Random(7)
+    page = ("import Tabs from '@theme/Tabs';\nimport TabItem from '@theme/TabItem';\n\n# Setup\n\n"
+            + _page_text(rng, 400))
+    folded = " ".join(page.split())
+    half = len(folded) // 2
+    got = _compare_files(tmp_path, {"m/setup.mdx": page}, {"m/setup.mdx": [folded[:half + 40], folded[half:]]})
+    assert (got["m/setup.mdx"].stale, round(got["m/setup.mdx"].coverage, 2)) == (0, 1.0)
