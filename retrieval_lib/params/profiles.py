@@ -44,7 +44,10 @@ __all__ = ["NotebookParameters", "Profile", "load_profile", "RESERVED_KEYS", "DE
 
 #: The profile whose values are every parameter's default (and what the notebooks' parameters cells hold).
 DEFAULT_PROFILE = PROJECT_ROOT / "params" / "demo.yaml"
-_SECRET_WORDS = ("api_key", "apikey", "api-key", "token", "secret", "password", "credential")
+_SECRET_WORDS = ("api_key", "apikey", "api-key", "secret", "password", "credential")
+#: A key whose last word is "token" (``token``, ``access_token``, ``hf-token``) names a secret; ``token_count`` or
+#: ``max_tokens`` counts tokens (a payload role, a chunk size) and does not.
+_TOKEN_KEY = re.compile(r"(?:^|[_\-])token$")
 _ENV_REFERENCE = re.compile(r"\$\{[A-Za-z_][A-Za-z0-9_]*\}")
 
 
@@ -259,7 +262,7 @@ def _refuse_secrets(values: Mapping[str, Any], path: Path, secrets: set[str]) ->
         leaf = key.rsplit(".", 1)[-1].lower()
         # a retriever's header or env value written as a ${ENV_NAME} reference names a secret, never holds one
         reference = isinstance(value, str) and _ENV_REFERENCE.search(value) is not None
-        if any(word in leaf for word in _SECRET_WORDS) and not reference:
+        if (any(word in leaf for word in _SECRET_WORDS) or _TOKEN_KEY.search(leaf)) and not reference:
             raise ParamsError(
                 f"{path.name} has a parameter {key!r} that looks like a secret; papermill would write it into the "
                 "executed notebook. Put secrets in the environment or .env instead",

@@ -128,10 +128,20 @@ def test_a_notebook_that_raises_after_open_run_still_saves_its_record(tmp_path):
     assert saved["gates"][0]["name"] == "value reaches threshold"  # what was measured before the error is kept
 
 
-@pytest.mark.parametrize("key", ["cohere_api_key", "QDRANT_API_KEY", "token", "db_password"])
+@pytest.mark.parametrize("key", ["cohere_api_key", "QDRANT_API_KEY", "token", "db_password", "hf_token",
+                                 "Access-Token"])
 def test_secret_like_parameter_names_are_refused(tmp_path, key):
     with pytest.raises(ValidationError, match="secret"):
         load_profile(write_params(tmp_path, **{key: "anything"}), FIXTURES)
+
+
+def test_a_payload_role_that_counts_tokens_is_no_secret(tmp_path):
+    # team #6's `inspect --write-profile` maps the role token_count to its metadata.token_count: the profile it
+    # wrote was refused by draft, run and check as "a parameter that looks like a secret"
+    path = tmp_path / "team.yaml"
+    path.write_text("profile: team\npayload_fields:\n  content: content\n  token_count: metadata.token_count\n",
+                    encoding="utf-8")
+    assert load_profile(path).values["payload_fields"]["token_count"] == "metadata.token_count"
 
 
 def test_a_parameter_holding_the_api_key_is_refused(tmp_path, monkeypatch):
