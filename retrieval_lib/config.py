@@ -316,6 +316,18 @@ def secret_values(env: Mapping[str, str] | None = None, *,
     return {v.strip() for name in SECRET_VARIABLES if (v := merged.get(name)) and v.strip()}
 
 
+def _path_base(value: str, env: Mapping[str, str] | None, dotenv_path: str | os.PathLike[str] | None) -> Path:
+    """The folder a relative ``QDRANT_PATH`` starts from: the folder of the ``.env`` that set it (a team's ``.env``
+    beside its ``store``, wherever the command runs from), the working folder when the environment set it, and the
+    project for the default (the demo's ``.qdrant``)."""
+    if not value:
+        return PROJECT_ROOT
+    if "QDRANT_PATH" in (os.environ if env is None else env):
+        return Path.cwd()
+    named = dotenv_path if dotenv_path is not None else dotenv_file() if env is None else None
+    return Path(named).resolve().parent if named is not None else Path.cwd()
+
+
 def load_settings(
     env: Mapping[str, str] | None = None,
     *,
@@ -387,7 +399,7 @@ def load_settings(
     path_raw = (merged.get("QDRANT_PATH") or "").strip()
     qdrant_path = Path(path_raw).expanduser() if path_raw else _default("qdrant_path")
     if not qdrant_path.is_absolute():
-        qdrant_path = PROJECT_ROOT / qdrant_path
+        qdrant_path = _path_base(path_raw, env, dotenv_path) / qdrant_path
     engine = (merged.get("QDRANT_ENGINE") or _default("qdrant_engine")).strip().lower()
     if engine not in ENGINES:
         raise ConfigurationError(f"QDRANT_ENGINE must be one of {', '.join(ENGINES)}; fix or unset it",

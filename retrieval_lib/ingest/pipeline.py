@@ -337,7 +337,7 @@ def ingest_from_settings(
     """:func:`ingest` with the configured store and embedder (what the CLI calls)."""
     settings = settings or load_settings()
     embedder = make_embedder(settings)
-    with open_store(settings) as store:
+    with open_store(settings, create=True) as store:
         return ingest(store, embedder, collection or settings.collection_name, docs_dir or SAMPLE_BOOK,
                       base_url=base_url or DEFAULT_BASE_URL, recreate=recreate, progress=progress,
                       allow_foreign=allow_foreign)

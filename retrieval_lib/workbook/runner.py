@@ -296,6 +296,8 @@ def run_workbook(
     # the kernels start in the project folder: they read the .env this command read (the working folder's)
     dotenv = dotenv_file()
     read = {DOTENV_VARIABLE: str(dotenv.resolve())} if dotenv.is_file() else {}
+    if os.environ.get("QDRANT_PATH", "").strip():  # kernels start in the project folder: a relative path goes whole
+        read["QDRANT_PATH"] = str(Path(os.environ["QDRANT_PATH"].strip()).expanduser().resolve())
     with _environment({**loaded.environment(), **read}):
         return _run(loaded, selected, folder, out_dir, progress=progress, timeout_per_cell=timeout_per_cell,
                     prefetch=prefetch)

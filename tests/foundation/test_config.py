@@ -61,8 +61,36 @@ def test_cohere_provider_defaults_to_multilingual_v3():
     assert s.embedding_model == "embed-multilingual-v3.0"
 
 
-def test_relative_qdrant_path_is_resolved_against_the_project_folder():
-    assert load_settings(env={"QDRANT_PATH": "data/store"}).qdrant_path == PROJECT_ROOT / "data" / "store"
+def test_a_relative_qdrant_path_starts_at_its_dotenvs_folder_or_the_working_folder(tmp_path, monkeypatch):
+    # team #9 ran from its folder with QDRANT_PATH=store in its .env: the path was read under the project, where
+    # the workbook then made an empty store
+    import retrieval_lib.config as config
+
+    team, elsewhere = tmp_path / "team", tmp_path / "elsewhere"
+    elsewhere.mkdir()
+    team.mkdir()
+    dotenv = write_env(team, "QDRANT_PATH=store\n")
+    for variable in ("QDRANT_PATH", config.DOTENV_VARIABLE):
+        monkeypatch.delenv(variable, raising=False)
+    monkeypatch.chdir(team)
+    assert load_settings().qdrant_path == team / "store"
+    monkeypatch.chdir(elsewhere)  # a run's kernels start elsewhere, with the .env named
+    monkeypatch.setenv(config.DOTENV_VARIABLE, str(dotenv))
+    assert load_settings().qdrant_path == team / "store"
+    assert load_settings(dotenv_path=dotenv).qdrant_path == team / "store"
+    monkeypatch.setenv("QDRANT_PATH", "data/store")  # the environment's: the working folder's
+    assert load_settings().qdrant_path == elsewhere / "data" / "store"
+    assert load_settings(env={"QDRANT_PATH": "x"}).qdrant_path == elsewhere / "x"
+    assert load_settings(env={}).qdrant_path == PROJECT_ROOT / ".qdrant"  # the demo's default
+
+
+def test_a_store_folder_that_does_not_exist_is_an_error_and_is_not_made(tmp_path):
+    from retrieval_lib.stores import open_store
+
+    settings = load_settings(env={"QDRANT_PATH": str(tmp_path / "store")})
+    with pytest.raises(ConfigurationError, match="does not exist: set QDRANT_PATH") as err:
+        open_store(settings)
+    assert err.value.variable == "QDRANT_PATH" and not (tmp_path / "store").exists()
 
 
 # ----------------------------------------------------------------------------- .env

@@ -162,6 +162,7 @@ def test_health_of_an_embedded_store_holds_no_folder(tmp_path):
     from retrieval_lib.stores import open_store
 
     folder = tmp_path / "store"
+    folder.mkdir()  # a store without the collection (a folder that is not there is refused when it is opened)
     settings = load_settings(env={"QDRANT_PATH": str(folder)})
     retriever = Retriever(open_store(settings), small_retriever().embedder, "absent")
     db = sqlite_db(tmp_path)

@@ -196,7 +196,10 @@ def test_a_second_process_is_told_the_edge_folder_is_locked(tmp_path):
 def test_qdrant_engine_setting_selects_edge_and_refuses_bad_values(tmp_path):
     settings = load_settings({"QDRANT_ENGINE": "Edge", "QDRANT_PATH": str(tmp_path / ".qdrant")}, dotenv_path=None)
     assert settings.qdrant_engine == "edge"
-    with open_store(settings) as store:
+    with pytest.raises(ConfigurationError, match="does not exist"):  # reading never makes the folder it names
+        open_store(settings)
+    assert not (tmp_path / ".qdrant").exists()
+    with open_store(settings, create=True) as store:
         assert isinstance(store, EdgeStore) and store.kind == "edge"
         with pytest.raises(CollectionNotFoundError, match="QDRANT_ENGINE=edge"):
             store.count("physicalai")
