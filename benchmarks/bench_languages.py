@@ -68,7 +68,7 @@ def main() -> int:
         e5 = base.with_overrides(embedding_provider="e5", embedding_model="multilingual-e5-small-q4",
                                  qdrant_path=e5_store, collection_name=collection)
         t0 = time.perf_counter()
-        with open_store(e5) as store:
+        with open_store(e5, create=True) as store:
             summary = ingest(store, make_embedder(e5), collection, SAMPLE_BOOK, max_tokens=args.chunk_tokens,
                              progress=sys.stderr.isatty())
         print(f"e5 collection {collection!r} in {e5_store}: {summary.chunks_total} chunks "
