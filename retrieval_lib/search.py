@@ -114,8 +114,9 @@ def ensure_compatible(store: ReadableStore, collection: str, embedder: Embedder,
     _, size, _ = store.vector_params(collection)
     model = embedder.model
     owned = store.owned(collection) if isinstance(store, CollectionView) else True
+    # ours: use the model it was built with, or rebuild it; a team's: its advice names the setting itself
     advice = ("set EMBEDDING_PROVIDER/EMBEDDING_MODEL to the model the collection was built with, or "
-              + rebuild_advice(owned is not False))
+              + rebuild_advice(True)) if owned is not False else rebuild_advice(False)
     if size is not None and size != embedder.dimension:
         raise ModelMismatchError(
             f"collection {collection!r} holds {size}-dimensional vectors but the configured embedder "

@@ -82,3 +82,14 @@ def test_search_prints_no_score_for_a_retriever_that_gives_none(tmp_path, capsys
     assert main(["search", "--params", str(path), "What is ROS 2?", "--top-k", "2"]) == 0
     out = capsys.readouterr().out
     assert "\n1. /docs/module-01-ros2/what-is-ros2" in out and "1.000" not in out and "0.500" not in out
+
+
+def test_search_prints_no_url_line_for_results_that_have_none(tmp_path, capsys, monkeypatch):
+    monkeypatch.delenv("RETRIEVER_SPEC", raising=False)
+    path = tmp_path / "paths.yaml"
+    function = FUNCTION.replace("search_similar_chunks", "by_path")
+    path.write_text(f"profile: team\ngolden_set: ''\nretriever:\n  kind: python\n  function: {function}\n  fields:\n"
+                    "    content: text\n    source_file: path\n    score: score\n", encoding="utf-8")
+    assert main(["search", "--params", str(path), "What is ROS 2?", "--top-k", "2"]) == 0
+    out = capsys.readouterr().out
+    assert "module-01-ros2/what-is-ros2.md" in out and "None" not in out

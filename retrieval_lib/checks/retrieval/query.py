@@ -129,9 +129,10 @@ class QueryAnswers:
         for r in responses:
             if r.results:
                 best = r.results[0]
-                report.finding(f"{r.query_text!r}: top hit {best.source_file} § {best.section_title!r} "
+                where = f" § {best.section_title!r}" if best.section_title else ""
+                report.finding(f"{r.query_text!r}: top hit {best.source_file or best.source_url}{where} "
                                + ("(no score: ranks only)" if unscored else f"(score {best.similarity_score:.2f})")
-                               + f"; {r.total_results} results")
+                               + f"; {r.total_results} result{'' if r.total_results == 1 else 's'}")
             else:
                 report.finding(f"{r.query_text!r}: no result above {similarity_threshold}")
         top1 = [r.results[0].similarity_score for r in responses if r.results]

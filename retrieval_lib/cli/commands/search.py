@@ -83,7 +83,8 @@ def run(args: argparse.Namespace) -> int:
         where = f"§{r.section_title}" if r.section_title else (f"«{r.title}»" if r.title else "")
         score = "" if ranks_only else f"{r.similarity_score:.3f}  "
         print(f"\n{rank}. {score}{r.source_file or r.source_url or r.point_id}  {where}".rstrip())
-        print(f"   {r.source_url}")
+        if r.source_url:
+            print(f"   {r.source_url}")
         preview = " ".join((r.content or "").split())
         print(f"   {preview[:200]}{'…' if len(preview) > 200 else ''}")
     return 0

@@ -42,6 +42,12 @@ def test_good_answers_pass_every_gate_with_findings_and_metrics(tmp_path):
     assert report.tables == ["tables/01_query_results.csv"]
 
 
+def test_a_top_hit_without_a_section_is_named_without_one(tmp_path):
+    # team #9's chunk before its page's first heading has no section: "§ None" read as a section named None
+    report = recorded([answer("Gazebo", [hit(0.4, "m/g.md", section="")])], tmp_path=tmp_path)
+    assert report.findings[0] == "'Gazebo': top hit m/g.md (score 0.40); 1 result"
+
+
 def test_results_out_of_order_fail_the_ranking_gate(tmp_path):
     report = recorded([answer("q1", [hit(0.8)]), answer("q2", [hit(0.5), hit(0.7, "m/b.md")])], tmp_path=tmp_path)
     ranked = gates(report)["results ordered by score, highest first"]
