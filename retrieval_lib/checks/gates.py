@@ -176,7 +176,11 @@ API_OVERHEAD = GateDef(
 API_METADATA = GateDef(
     "api.metadata", "metadata rows and vector points agree", ("api",),
     "every point has its metadata row, every row its point, and the fields agree (not applicable without "
-    "`DATABASE_URL`)", "run `python -m retrieval_lib ingest` to bring the rows in line with the collection")
+    "`DATABASE_URL`, or when the database holds no table this workbook reads: our ingest's `chunks`, compared only "
+    "for the collections it wrote, or seed 003's `documents`)",
+    "rows and points written apart: for a collection this workbook's ingest wrote, run `python -m retrieval_lib "
+    "ingest` to bring the rows in line; a team's collection and rows are its own pipeline's: re-run its metadata "
+    "step (the workbook writes neither)")
 
 # ---------------------------------------------------------------- 09 embedding contract
 CONTRACT_COSINE = GateDef(

@@ -170,7 +170,8 @@ def _model_check(sample: list[Any], embedder: Embedder, alternatives: Sequence[C
     return out
 
 
-def _checkable(roles: PayloadRoles, *, metadata_db: bool, model_matched: bool | None) -> list[dict[str, Any]]:
+def _checkable(roles: PayloadRoles, *, metadata_db: bool, model_matched: bool | None,
+               metadata_why: str = "") -> list[dict[str, Any]]:
     def row(what: str, ok: bool, why: str) -> dict[str, Any]:
         return {"check": what, "can": ok, "why": why}
 
@@ -190,20 +191,23 @@ def _checkable(roles: PayloadRoles, *, metadata_db: bool, model_matched: bool | 
             if text else "needs the chunk text"),
         row("chunk lengths against the model's window (12)", text, "from the chunk texts" if text
             else "needs the chunk text"),
-        row("metadata rows against points (08)", metadata_db, "a metadata database is configured" if metadata_db
-            else "no metadata database for this collection (DATABASE_URL): the service answers from the payload"),
+        row("metadata rows against points (08)", metadata_db, metadata_why or ("a metadata database is configured"
+            if metadata_db else "no metadata database for this collection (DATABASE_URL): the service answers from "
+            "the payload")),
     ]
 
 
 def inspect_collection(view: CollectionView, collection: str, embedder: Embedder, *,
                        alternatives: Sequence[Callable[[], Embedder]] = (), metadata_db: bool = False,
-                       progress: Callable[[str], None] | None = None) -> Inspection:
+                       metadata_why: str = "", progress: Callable[[str], None] | None = None) -> Inspection:
     """Inspect ``collection`` as ``view`` reads it (see the module docstring). Nothing is written.
 
     Args:
         embedder: the configured embedder (re-embeds :data:`MODEL_SAMPLE` chunks as documents).
         alternatives: the other models available offline, tried when the configured one does not match.
         metadata_db: whether a metadata database is configured (for what can be checked).
+        metadata_why: why its rows can or cannot be compared, when known
+            (:func:`~retrieval_lib.stores.metadata.metadata_source`); default: from ``metadata_db`` alone.
 
     Raises:
         CollectionNotFoundError, VectorStoreError: the store cannot be read.
@@ -262,7 +266,8 @@ def inspect_collection(view: CollectionView, collection: str, embedder: Embedder
                         "chars_p50": percentile([len(t) for t in texts], 50)})
     bad = {"wrong_type": dict(view.read_stats.wrong_type), "truncated": dict(view.read_stats.truncated),
            "points_without_text": empty, "sampled_points_without_vector": missing_vectors}
-    checkable = _checkable(roles, metadata_db=metadata_db, model_matched=bool(model.get("matched")))
+    checkable = _checkable(roles, metadata_db=metadata_db, model_matched=bool(model.get("matched")),
+                           metadata_why=metadata_why)
     return Inspection(collection, view.location, points, vectors, dict(ids), keys, roles, view.owned(collection),
                       model, lengths, duplicates, bad, checkable, tokens)
 

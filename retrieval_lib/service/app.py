@@ -27,7 +27,7 @@ from retrieval_lib.service.guard import RequestGuard
 from retrieval_lib.service.handlers import install_handlers, without_422
 from retrieval_lib.service.querylog import QueryLog
 from retrieval_lib.service.routes import router
-from retrieval_lib.stores.metadata import MetadataDB, metadata_configured
+from retrieval_lib.stores.metadata import MetadataDB, metadata_source
 
 __all__ = ["ServiceOptions", "ServiceState", "create_app", "open_retriever"]
 
@@ -95,11 +95,9 @@ class ServiceState:
     def start(self) -> list[str]:
         """Warm up and check what can be checked; returns problems found (the service still starts)."""
         problems: list[str] = []
-        try:
-            if self.metadata is not None:
-                self.metadata.create_schema()
-        except RetrievalError as err:
-            problems.append(err.message)
+        # the database is only read: its schema is our ingest's to create (stores.metadata.metadata_source)
+        if self.metadata is not None and not (probe := self.metadata.probe())["reachable"]:
+            problems.append(str(probe["error"]))
         try:
             self.retriever.check_compatibility()
             if self.options.warm_up and self.retriever.embedder.provider == "local":
@@ -137,17 +135,24 @@ def open_retriever(settings: Settings, options: ServiceOptions | None = None) ->
 
 
 def configured_metadata(settings: Settings, retriever: Retriever) -> MetadataDB | None:
-    """The metadata database of the served collection, or None when it has none: no ``DATABASE_URL`` and no
-    SQLite file of our own ingest for it (a team's collection). Then the service answers from the payload."""
-    if settings.database_url:
-        return MetadataDB.from_settings(settings, create=False)
-    if settings.qdrant_url:
+    """The metadata database of the served collection, opened read-only, or None when it has no rows this service
+    reads (:func:`~retrieval_lib.stores.metadata.metadata_source`): no ``DATABASE_URL`` and no SQLite file of our
+    own ingest for it, a database without our ``chunks`` table (a team's own, with its own tables), or a team's
+    collection. Then the service answers from the payload. Nothing is created in the database: a team's data is
+    never written, and our ingest made the table wherever it wrote the rows. A database down at start-up is kept
+    (``/health`` says so, and it is read once it is back)."""
+    if settings.qdrant_url and not settings.database_url:
         return None  # a server's collections have no SQLite file of ours beside them
     try:
         owned = retriever.store.owned(retriever.collection)
     except RetrievalError:  # the store is not readable yet: the service starts, and says so on /health
         owned = None
-    return MetadataDB.from_settings(settings, create=False) if metadata_configured(settings, owned) else None
+    source = metadata_source(settings, owned)
+    if source.readable or source.error is not None:
+        return MetadataDB.from_settings(settings, create=False)
+    if source.configured:
+        log.warning("no metadata rows read, results come from the vector payload: %s", source.reason)
+    return None
 
 
 def create_app(settings: Settings | None = None, *, retriever: Retriever | None = None,

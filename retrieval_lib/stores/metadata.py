@@ -15,6 +15,12 @@ one ``WHERE chunk_id IN (...)`` query per search.
 A team's own table (seed 003's published ``documents(chunk_id, source_path, slug,
 title, order_index, ...)``) is read through a :class:`TableMapping`: a column
 mapping, not a second code path.
+
+Nothing here writes to a database unless asked to (:meth:`MetadataDB.sync`, ``create=True``), and only our
+own ingest asks. :func:`metadata_source` is the one rule for whether a collection's rows can be read: the
+database must hold the table this workbook reads, with its columns, and our ``chunks`` table is read only for
+the collections our ingest wrote. A database without it (a team's own, with its own tables) is not "0 rows":
+the service answers from the payload, and notebook 08 and ``inspect`` say why nothing is compared.
 """
 
 from __future__ import annotations
@@ -34,8 +40,9 @@ from retrieval_lib.stores.scan import iter_points
 if TYPE_CHECKING:  # SQLAlchemy is imported where a database is opened: most commands never open one
     import sqlalchemy as sa
 
-__all__ = ["ROW_FIELDS", "TableMapping", "CHUNKS", "SEED003_DOCUMENTS", "MetadataDB", "SyncSummary",
-           "row_from_payload", "slug_of", "SQLITE_NAME", "sync_from_settings", "metadata_configured"]
+__all__ = ["ROW_FIELDS", "TableMapping", "CHUNKS", "SEED003_DOCUMENTS", "TABLES", "MetadataDB", "SyncSummary",
+           "row_from_payload", "slug_of", "SQLITE_NAME", "sync_from_settings", "metadata_configured",
+           "MetadataSource", "metadata_source", "NO_METADATA_DATABASE"]
 
 #: The columns of table ``chunks`` after ``chunk_id`` (issue 10, FR-004).
 ROW_FIELDS: tuple[str, ...] = (
@@ -69,6 +76,8 @@ CHUNKS = TableMapping("chunks", {"chunk_id": "chunk_id", **{f: f for f in ROW_FI
 #: The published seed-003 data model: ``documents(chunk_id, source_path, slug, title, order_index, ...)``.
 SEED003_DOCUMENTS = TableMapping("documents", {"chunk_id": "chunk_id", "source_path": "source_path", "slug": "slug",
                                                "title": "title", "chunk_sequence": "order_index"})
+#: The tables this workbook reads, by name (notebook 08's ``metadata_table``): ours, and seed 003's ``documents``.
+TABLES: dict[str, TableMapping] = {"chunks": CHUNKS, "documents": SEED003_DOCUMENTS}
 
 
 def _chunks_table(meta: sa.MetaData) -> sa.Table:
@@ -232,16 +241,43 @@ class MetadataDB:
                 sa_exc.TimeoutError, sa_exc.DatabaseError) as err:
             what = type(getattr(err, "orig", None) or err).__name__
             missing = isinstance(err, sa_exc.ProgrammingError) or "no such table" in str(err)
-            advice = (f"table {self.mapping.table!r} is missing: run `python -m retrieval_lib ingest`" if missing
+            advice = (f"table {self.mapping.table!r} is missing or not of this shape: our `python -m retrieval_lib "
+                      "ingest` writes `chunks` for the collections it builds; a team's database is only read (unset "
+                      "DATABASE_URL, or set metadata_table to a table it holds)" if missing
                       else "check that it is running and that DATABASE_URL is right")
             raise DatabaseUnavailableError(
                 f"the metadata database at {self.location} failed ({what}); {advice}", location=self.location,
             ) from None
 
     def create_schema(self) -> None:
-        """Create table ``chunks`` (and its index) if missing."""
+        """Create table ``chunks`` (and its index) if missing. Only our ingest's database is ever given one."""
         with self._translated():
             self._meta.create_all(self.engine)
+
+    def tables(self) -> list[str]:
+        """The tables of the database's default schema (PostgreSQL: the first of its ``search_path``), sorted; read
+        only (a SQLite file that does not exist is not created: it has none).
+
+        Raises:
+            DatabaseUnavailableError: the database cannot be reached.
+        """
+        import sqlalchemy as sa
+        if self.backend == "sqlite":
+            path = self.engine.url.database
+            if path and path != ":memory:" and not Path(path).exists():
+                return []
+        with self._translated():
+            return sorted(sa.inspect(self.engine).get_table_names())
+
+    def columns(self, table: str) -> list[str]:
+        """The column names of ``table`` (read only).
+
+        Raises:
+            DatabaseUnavailableError: the database cannot be reached.
+        """
+        import sqlalchemy as sa
+        with self._translated():
+            return [str(c["name"]) for c in sa.inspect(self.engine).get_columns(table)]
 
     # ------------------------------------------------------------------ reading
     def _select(self) -> sa.Select:
@@ -352,3 +388,66 @@ def metadata_configured(settings: Settings, owned: bool | None) -> bool:
     if settings.database_url:
         return True
     return not settings.qdrant_url and owned is not False and (Path(settings.qdrant_path) / SQLITE_NAME).exists()
+
+
+#: Why nothing is compared when the collection has no metadata database.
+NO_METADATA_DATABASE = ("no metadata database for this collection (DATABASE_URL is not set): the service answers "
+                        "from the payload")
+
+
+@dataclass(frozen=True)
+class MetadataSource:
+    """Whether a collection's metadata rows can be read, and if not why (:func:`metadata_source`).
+
+    Attributes:
+        configured: a database exists for the collection (``DATABASE_URL``, or our ingest's SQLite file beside it).
+        readable: it holds the table read, with its columns, and (for our ``chunks``) the collection is ours.
+        reason: why the rows are not read, to show as it is ("" when ``readable``).
+        tables: the database's tables, as listed (empty when not configured or not reached).
+        error: the database could not be reached: nothing is known of its tables (``readable`` is False).
+    """
+
+    configured: bool
+    readable: bool
+    reason: str = ""
+    tables: tuple[str, ...] = ()
+    error: DatabaseUnavailableError | None = None
+
+
+def metadata_source(settings: Settings, owned: bool | None, mapping: TableMapping = CHUNKS) -> MetadataSource:
+    """Whether the rows of ``mapping``'s table can be read for a collection (``owned``: written by our ingest, False
+    for a team's, None when unknown or empty); the one rule for the service, notebooks 00 and 08 and ``inspect``.
+
+    Reads the database's table list and the table's columns only: nothing is created or written. A database
+    without the table is not a table of no rows. Our ``chunks`` table holds the rows of the collection our ingest
+    wrote, so it is not read for a team's collection; seed 003's ``documents`` is a team's own table, read for any.
+    An unreachable database is not raised: it gives ``error`` (and its message as ``reason``).
+    """
+    if not metadata_configured(settings, owned):
+        return MetadataSource(False, False, NO_METADATA_DATABASE)
+    where = "the database at DATABASE_URL" if settings.database_url else f"the embedded store's {SQLITE_NAME}"
+    try:
+        with MetadataDB.from_settings(settings, create=False, mapping=mapping) as db:
+            tables = tuple(db.tables())
+            columns = set(db.columns(mapping.table)) if mapping.table in tables else set()
+    except DatabaseUnavailableError as err:
+        return MetadataSource(True, False, err.message, error=err)
+    ours = mapping == CHUNKS
+    scope = ("rows are compared only for collections our ingest wrote" if ours else
+             f"`{mapping.table}` is seed 003's published table ({', '.join(c for c in mapping.columns.values() if c)})")
+    others = [name for name in TABLES if name != mapping.table and name in tables]
+    switch = f"; it holds `{others[0]}`: set metadata_table: {others[0]}" if others else ""
+    if ours and owned:
+        scope += " (this one is: `python -m retrieval_lib ingest` writes its rows there)"
+    if mapping.table not in tables:
+        return MetadataSource(True, False, f"{where} holds no `{mapping.table}` table this workbook reads (its "
+                                           f"tables: {', '.join(tables) or 'none'}); {scope}{switch}", tables)
+    missing = sorted(c for c in dict.fromkeys(mapping.columns.values()) if c and c not in columns)
+    if missing:
+        return MetadataSource(True, False, f"the `{mapping.table}` table of {where} is not the one this workbook "
+                                           f"reads (it has no column {', '.join(missing)}); {scope}{switch}", tables)
+    if ours and owned is False:
+        return MetadataSource(True, False, f"this collection was built by another pipeline, not by our ingest: the "
+                                           f"`chunks` table of {where} holds our ingest's rows, not its points'; "
+                                           f"{scope}{switch}", tables)
+    return MetadataSource(True, True, "", tables)

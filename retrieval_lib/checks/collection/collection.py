@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from retrieval_lib.collection.inspect import Inspection, inspect_collection, mapping_rows
 from retrieval_lib.embedding import LocalEmbedder
-from retrieval_lib.stores.metadata import metadata_configured
+from retrieval_lib.stores.metadata import metadata_source
 from retrieval_lib.workbook import plots
 from retrieval_lib.workbook.check import NotApplicable
 from retrieval_lib.workbook.plots import plain_figure
@@ -34,9 +34,10 @@ def run(ctx: NotebookRun) -> Collection | NotApplicable:
     does not match)."""
     if reason := ctx.collection_absent():
         return NotApplicable(reason, GATES)
-    metadata_db = metadata_configured(ctx.settings, ctx.store.owned(ctx.collection))
+    metadata = metadata_source(ctx.settings, ctx.store.owned(ctx.collection))  # as `inspect`: its tables looked at
     found = inspect_collection(ctx.store, ctx.collection, ctx.collection_retriever.embedder,
-                               alternatives=[LocalEmbedder], metadata_db=metadata_db)
+                               alternatives=[LocalEmbedder], metadata_db=metadata.readable,
+                               metadata_why=metadata.reason)
     return Collection(found, ctx.store.describe(ctx.collection))
 
 

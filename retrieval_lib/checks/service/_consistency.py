@@ -5,6 +5,10 @@ the table's rows by one streamed query. A field is compared only where the
 table has a column for it (a team's ``documents`` table holds fewer), and a
 payload is read under the common names (``source_file`` or ``source_path``,
 ``chunk_sequence`` or ``order_index``, the URL path as the slug when there is none).
+
+Only a table this workbook reads is compared (:func:`~retrieval_lib.stores.metadata.metadata_source`): a database
+holding none (a team's own, with its own tables) is not applicable, with its tables named, never "0 rows", and our
+``chunks`` table only for a collection our ingest wrote. Nothing is written to the database.
 """
 
 from __future__ import annotations
@@ -16,21 +20,18 @@ from typing import Any
 from retrieval_lib.checks.gates import API_METADATA
 from retrieval_lib.collection import CollectionView
 from retrieval_lib.config import Settings
-from retrieval_lib.stores.metadata import (
-    CHUNKS,
-    ROW_FIELDS,
-    SEED003_DOCUMENTS,
-    MetadataDB,
-    metadata_configured,
-    slug_of,
-)
+from retrieval_lib.stores.metadata import ROW_FIELDS, TABLES, MetadataDB, metadata_source, slug_of
 from retrieval_lib.stores.scan import iter_points
 from retrieval_lib.workbook.report import NotebookReport
 
-__all__ = ["MetadataConsistency", "payload_view", "compare", "compare_store", "check", "record", "TABLES"]
+__all__ = ["MetadataConsistency", "payload_view", "compare", "compare_store", "check", "record", "TABLES",
+           "TEAM_HINT"]
 
 # Examples kept per kind of disagreement.
 _EXAMPLES = 5
+#: The hint of a failed comparison on a team's collection: its rows and points are its pipeline's, never our ingest's.
+TEAM_HINT = ("this collection and its rows were written by the team's own pipeline, which wrote them apart: re-run its "
+             "metadata step (the workbook reads them and writes neither)")
 
 
 def payload_view(payload: Mapping[str, Any]) -> dict[str, Any]:
@@ -56,8 +57,11 @@ class MetadataConsistency:
     rows_without_point: int = 0
     differing_fields: dict[str, int] = field(default_factory=dict)
     examples: list[str] = field(default_factory=list)
-    #: why there is nothing to compare (no metadata database for this collection), or "" when compared
+    #: why there is nothing to compare (no metadata database for this collection, or none of the tables this
+    #: workbook reads), or "" when compared
     not_applicable: str = ""
+    #: whether our ingest wrote the collection (False: a team's; None: not known), for the hint of a failure
+    owned: bool | None = None
 
     @property
     def differing(self) -> int:
@@ -113,12 +117,9 @@ def compare_store(store: Any, collection: str, db: MetadataDB) -> MetadataConsis
     return compare(payloads, db.iter_rows(), fields)
 
 
-#: The tables :func:`check` can read, by name: ours, and seed 003's published ``documents``.
-TABLES = {"chunks": CHUNKS, "documents": SEED003_DOCUMENTS}
-
-
 def check(settings: Settings, store: Any, collection: str, *, table: str = "chunks") -> MetadataConsistency:
-    """:func:`compare_store` against the configured metadata database (``DATABASE_URL`` or the SQLite file).
+    """:func:`compare_store` against the configured metadata database (``DATABASE_URL`` or the SQLite file), when it
+    holds ``table`` for this collection; else a result that is not applicable, and why.
 
     Raises:
         ValidationError: ``table`` is not one of :data:`TABLES`.
@@ -132,11 +133,15 @@ def check(settings: Settings, store: Any, collection: str, *, table: str = "chun
     # the embedded SQLite file is our own ingest's, for the collections it built; a team's collection has its
     # metadata, if any, in its own database (DATABASE_URL)
     owned = store.owned(collection) if isinstance(store, CollectionView) else True
-    if not metadata_configured(settings, owned):
-        return MetadataConsistency(not_applicable="no metadata database for this collection (DATABASE_URL is "
-                                                  "not set): the service answers from the payload")
+    source = metadata_source(settings, owned, TABLES[table])
+    if source.error is not None:
+        raise source.error
+    if not source.readable:
+        return MetadataConsistency(not_applicable=source.reason, owned=owned)
     with MetadataDB.from_settings(settings, create=False, mapping=TABLES[table]) as db:
-        return compare_store(store, collection, db)
+        result = compare_store(store, collection, db)
+    result.owned = owned
+    return result
 
 
 def record(report: NotebookReport, result: MetadataConsistency) -> None:
@@ -152,6 +157,6 @@ def record(report: NotebookReport, result: MetadataConsistency) -> None:
         + result.rows_without_point + result.differing + result.unkeyed_points, threshold=0, rule="==",
         detail=(f"{result.points} points, {result.rows} rows: {result.points_without_row} points without a row, "
                 f"{result.rows_without_point} rows without a point, fields differing: {differing}"),
-        hint=API_METADATA.causes)
+        hint=TEAM_HINT if result.owned is False else API_METADATA.causes)
     for example in result.examples[:_EXAMPLES]:
         report.finding(f"metadata: {example}")

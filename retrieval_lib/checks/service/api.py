@@ -103,6 +103,9 @@ class Api:
 
     def __str__(self) -> str:
         meta = self.metadata
+        if meta.not_applicable:  # nothing was compared: no counts of 0 that read as "no rows"
+            return (f"validated {self.target} with {self.queries} golden queries\n"
+                    f"metadata rows not compared: {meta.not_applicable}")
         return (f"validated {self.target} with {self.queries} golden queries\n"
                 f"{meta.points} points, {meta.rows} rows; points without a row: {meta.points_without_row}, "
                 f"rows without a point: {meta.rows_without_point}, differing fields: "

@@ -40,16 +40,18 @@ def run(args: argparse.Namespace) -> int:
     from retrieval_lib.config import load_settings
     from retrieval_lib.embedding import E5Embedder, LocalEmbedder, make_embedder
     from retrieval_lib.search import open_collection
-    from retrieval_lib.stores.metadata import metadata_configured
+    from retrieval_lib.stores.metadata import metadata_source
 
     settings = load_settings()
     embedder = make_embedder(settings)
     quiet = bool(args.json)
     with open_collection(settings) as view:
-        metadata_db = metadata_configured(settings, view.owned(settings.collection_name))
+        # the tables it would read, looked at (read-only): a team's database without them is not a "yes"
+        metadata = metadata_source(settings, view.owned(settings.collection_name))
         # the models available offline, tried in turn when the configured one did not make the vectors
         found = inspect_collection(view, settings.collection_name, embedder,
-                                   alternatives=[LocalEmbedder, E5Embedder], metadata_db=metadata_db,
+                                   alternatives=[LocalEmbedder, E5Embedder], metadata_db=metadata.readable,
+                                   metadata_why=metadata.reason,
                                    progress=None if quiet else (lambda line: print(f"… {line}", file=sys.stderr)))
         matched = book_mapping(view, settings.collection_name, args.book) if getattr(args, "book", None) else None
     if args.write_profile:
