@@ -25,14 +25,17 @@ from retrieval_lib.book.mapping import (
     URL_FROM_FILE,
     BookChunks,
     BookMap,
+    BookRoutes,
     SourceMatch,
+    book_routes,
     map_sources,
     read_chunks,
+    routes_of,
 )
-from retrieval_lib.book.pages import SAMPLE_DOCS, Book, Page, read_docs, read_sitemap, resolve_docs
+from retrieval_lib.book.pages import SAMPLE_DOCS, Book, Page, read_book, read_docs, read_sitemap, resolve_docs
 from retrieval_lib.book.routes import docusaurus_route, mkdocs_route
 
-__all__ = ["Book", "Page", "read_docs", "read_sitemap", "resolve_docs", "SAMPLE_DOCS", "docusaurus_route",
-           "mkdocs_route", "FIELDS", "BookChunks", "BookMap", "SourceMatch", "read_chunks", "map_sources",
-           "FOUND_SHARE", "PageComparison", "compare_pages", "missing_pages", "gone_sources", "changed_pages",
-           "thin_pages", "URL_FROM_FILE"]
+__all__ = ["Book", "Page", "read_book", "read_docs", "read_sitemap", "resolve_docs", "SAMPLE_DOCS",
+           "docusaurus_route", "mkdocs_route", "FIELDS", "BookChunks", "BookMap", "SourceMatch", "read_chunks",
+           "map_sources", "BookRoutes", "routes_of", "book_routes", "FOUND_SHARE", "PageComparison", "compare_pages",
+           "missing_pages", "gone_sources", "changed_pages", "thin_pages", "URL_FROM_FILE"]

@@ -26,10 +26,11 @@ from urllib.parse import unquote, urlsplit
 
 from retrieval_lib.book.pages import Book
 from retrieval_lib.book.routes import docusaurus_route, strip_number_prefix
-from retrieval_lib.errors import ValidationError
+from retrieval_lib.errors import ConfigurationError, ValidationError
 from retrieval_lib.stores.scan import collector_paused
 
-__all__ = ["BookChunks", "SourceMatch", "BookMap", "read_chunks", "map_sources", "FIELDS", "URL_FROM_FILE"]
+__all__ = ["BookChunks", "SourceMatch", "BookMap", "read_chunks", "map_sources", "FIELDS", "URL_FROM_FILE",
+           "BookRoutes", "routes_of", "book_routes"]
 
 #: The roles the book check reads, in one scroll.
 FIELDS = ("source_file", "source_url", "content", "chunk_sequence")
@@ -338,3 +339,62 @@ def chunk_texts(chunks: BookChunks, indexes: Sequence[int]) -> list[str]:
     """The contents of chunks ``indexes`` in their page's order (``chunk_sequence``, then read order)."""
     ordered = sorted(indexes, key=lambda i: (chunks.sequence[i] if chunks.sequence[i] is not None else 1 << 62, i))
     return [chunks.content[i] or "" for i in ordered]
+
+
+@dataclass(frozen=True)
+class BookRoutes:
+    """The route of each of the collection's sources in the book: its page's route, for a golden pattern written
+    with the site's routes where the collection names its pages by file path.
+
+    Attributes:
+        of: a source's label, file or URL (as a result or a page of :func:`collection_pages` names it) -> the route
+            of the page it maps to (``/docs/module-01-ros2/kinematics-and-inverse-kinematics``); sources that map to
+            no page are absent.
+        base: the book's route base as path segments (``("docs",)``), so that a pattern with or without it matches,
+            as :func:`url_matches` reads a site's base path.
+        book: the book in a few words (``docusaurus book .../docs: 31 pages``).
+    """
+
+    of: dict[str, str]
+    base: tuple[str, ...]
+    book: str
+
+    def route(self, *values: str | None) -> str | None:
+        """The route of the first of ``values`` (a source's URL, file...) that maps to a page, else None."""
+        for value in values:
+            if value and (route := self.of.get(value)) is not None:
+                return route
+        return None
+
+
+def routes_of(book: Book, bmap: BookMap) -> BookRoutes:
+    """:class:`BookRoutes` from the book's pages and the mapping of the collection's sources onto them
+    (:func:`retrieval_lib.book.map_sources`, the book check's own)."""
+    page_route = {page.path: page.route for page in book.pages}
+    of: dict[str, str] = {}
+    for src in bmap.sources:
+        if src.page is not None:
+            for value in (src.source, src.file, src.url):
+                if value:
+                    of.setdefault(value, page_route[src.page])
+    return BookRoutes(of, tuple(s for s in book.route_base.split("/") if s),
+                      f"{book.kind} book {book.source}: {len(book.pages)} pages")
+
+
+def book_routes(view: Any, collection: str, *, docs: str | None, sitemap: str | None, base_url: str | None = None,
+                route_base: str | None = None) -> BookRoutes:
+    """Read the book (``docs``, a folder, or ``sitemap``; exactly one) and map the collection's sources onto its
+    pages (one scroll of the collection through ``view``, never written).
+
+    Raises:
+        ConfigurationError: no book, both, or the book cannot be read; or a ``base_url`` that no source URL starts
+            with (the mapping cannot be trusted).
+        DocumentError: a page of the book cannot be read.
+    """
+    from retrieval_lib.book.pages import read_book
+
+    book = read_book(docs, sitemap, route_base=route_base)
+    bmap = map_sources(book, read_chunks(view, collection), base_url=base_url or None, route_base=route_base or None)
+    if bmap.problem:
+        raise ConfigurationError(bmap.problem, option="book_base_url")
+    return routes_of(book, bmap)

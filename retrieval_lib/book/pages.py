@@ -37,8 +37,8 @@ from retrieval_lib.book.text import clean_all, words_at
 from retrieval_lib.collection.boilerplate import PLACEHOLDER_EXTRA_WORDS, is_placeholder, stock_page
 from retrieval_lib.errors import ConfigurationError, DocumentError, ValidationError
 
-__all__ = ["Page", "Book", "read_docs", "read_sitemap", "parse_sitemap", "detect_generator", "STUB_MIN_WORDS",
-           "SAMPLE_DOCS", "resolve_docs"]
+__all__ = ["Page", "Book", "read_docs", "read_sitemap", "read_book", "parse_sitemap", "detect_generator",
+           "STUB_MIN_WORDS", "SAMPLE_DOCS", "resolve_docs"]
 
 #: The sample book's docs folder, inside the package (found from the package, not the working folder).
 SAMPLE_DOCS = Path(__file__).resolve().parent.parent / "sample_book" / "docs"
@@ -349,3 +349,18 @@ def read_sitemap(sitemap: str | os.PathLike[str], *, timeout: float = SITEMAP_TI
         route = join_route(urlsplit(url).path, "")
         pages.setdefault(route, Page(route, route, title=route.rsplit("/", 1)[-1], has_text=False))
     return Book(sorted(pages.values(), key=lambda p: p.path), source, "sitemap", "/")
+
+
+def read_book(docs: str | os.PathLike[str] | None, sitemap: str | None, *, route_base: str | None = None) -> Book:
+    """The book from ``docs`` (a folder) or ``sitemap`` (a file or URL); exactly one of them (the profile's
+    ``book_docs`` / ``book_sitemap``: notebooks 05, 15 and 16 read it this way).
+
+    Raises:
+        ConfigurationError: neither or both given, or the book cannot be read (one line: what and what to do).
+    """
+    if bool(docs) == bool(sitemap):
+        raise ConfigurationError("name the book once: book_docs (a docs folder) or book_sitemap (a sitemap.xml "
+                                 "file or URL)" + (", not both" if docs else ""), option="book")
+    if docs:
+        return read_docs(docs, route_base=route_base or None)
+    return read_sitemap(str(sitemap))

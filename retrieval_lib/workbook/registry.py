@@ -240,7 +240,8 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
     NotebookSpec(
         "05_golden_set", "Does retrieval pass the golden set (known queries, negatives)?",
         ("seed 004", "seed 003 SC-003", "seed 000 FR-007"),
-        ("golden_set", "min_metadata_completeness", "run_dir"), plan=_plan_golden, family="retrieval"),
+        ("golden_set", "min_metadata_completeness", "book_docs", "book_sitemap", "book_base_url", "book_route_base",
+         "run_dir"), plan=_plan_golden, family="retrieval"),
     NotebookSpec(
         "06_latency", "How fast is retrieval, and does it meet the latency and concurrency targets?",
         ("seed 000 SC-002", "seed 001", "seed 003 SC-008"),
@@ -297,7 +298,8 @@ NOTEBOOKS: tuple[NotebookSpec, ...] = (
     NotebookSpec(
         "15_side_by_side", "Does the chatbot retrieve what the collection holds?",
         ("issue 32: the retrieval the chatbot runs",),
-        ("golden_set", "top_k", "compare_alpha", "run_dir"), plan=_plan_side_by_side, family="retrieval"),
+        ("golden_set", "top_k", "compare_alpha", "book_docs", "book_sitemap", "book_base_url", "book_route_base",
+         "run_dir"), plan=_plan_side_by_side, family="retrieval"),
     NotebookSpec(
         "16_book", "Does the collection hold the book as it is now?", ("issue 33: the book is the source of truth",),
         ("book_docs", "book_sitemap", "book_base_url", "book_route_base", "golden_set", "changed_max_share",

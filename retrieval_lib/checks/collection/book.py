@@ -43,7 +43,7 @@ if TYPE_CHECKING:
     from retrieval_lib.params import GoldenSet
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "BookResult", "BookStudy", "StillRetrieved", "NearDuplicates", "read_book", "study",
+__all__ = ["run", "BookResult", "BookStudy", "StillRetrieved", "NearDuplicates", "study",
            "still_retrieved", "near_duplicates", "book_lists", "LISTS", "GATES", "COLUMNS"]
 
 #: The five lists, in the order the report shows them.
@@ -112,29 +112,25 @@ class BookStudy:
         return "\n".join(out)
 
 
-def read_book(docs: str | None, sitemap: str | None, *, route_base: str | None = None) -> bk.Book:
-    """The book from ``docs`` (a folder) or ``sitemap`` (a file or URL); exactly one of them.
-
-    Raises:
-        ConfigurationError: neither or both given, or the book cannot be read (one line: what and what to do).
-    """
-    if bool(docs) == bool(sitemap):
-        raise ConfigurationError("name the book once: book_docs (a docs folder) or book_sitemap (a sitemap.xml "
-                                 "file or URL)" + (", not both" if docs else ""), option="book")
-    if docs:
-        return bk.read_docs(docs, route_base=route_base or None)
-    return bk.read_sitemap(str(sitemap))
-
-
-def _expected_by(golden: GoldenSet | None, source: bk.SourceMatch, base: Sequence[str] = ()) -> list[str] | None:
+def _expected_by(golden: GoldenSet | None, source: bk.SourceMatch, base: Sequence[str] = (),
+                 routes: bk.BookRoutes | None = None) -> list[str] | None:
     """The golden and extra queries whose expected patterns name ``source`` (None without a golden set); ``base``:
-    the site's base path segments, as notebook 05 reads patterns (``golden_set.site_base``)."""
-    from retrieval_lib.checks.retrieval.golden_set import url_matches
+    the site's base path segments, as notebook 05 reads patterns (``golden_set.site_base``); ``routes``: the book's
+    routes of the sources (:func:`_routes`), so that a pattern written with the site's routes names a source by its
+    page's route, by notebook 05's rule (``golden_set.route_names``)."""
+    from retrieval_lib.checks.retrieval.golden_set import route_names, url_matches
 
     if golden is None:
         return None
+    values = (source.url, source.file)
     return [q.query for q in (*golden.queries, *golden.extra_queries)
-            if any(url_matches(v, p, base) for v in (source.url, source.file) if v for p in q.expected_url_patterns)]
+            if any(any(url_matches(v, p, base) for v in values if v) or route_names(routes, (source.source, *values), p)
+                   for p in q.expected_url_patterns)]
+
+
+def _routes(book: bk.Book | None, bmap: bk.BookMap | None) -> bk.BookRoutes | None:
+    """The book's route of each mapped source (``book.routes_of``), None without a trusted mapping."""
+    return bk.routes_of(book, bmap) if book is not None and bmap is not None and not bmap.problem else None
 
 
 def _site_base(bmap: bk.BookMap) -> tuple[str, ...]:
@@ -192,7 +188,7 @@ def study(view: Any, collection: str, *, docs: str | None = None, sitemap: str |
     problems: dict[str, str] = {}
     if book is None:
         try:
-            book = read_book(docs, sitemap, route_base=route_base)
+            book = bk.read_book(docs, sitemap, route_base=route_base)
         except (ConfigurationError, DocumentError) as exc:
             for name in LISTS[:4]:
                 problems[name] = str(exc)
@@ -223,8 +219,9 @@ def study(view: Any, collection: str, *, docs: str | None = None, sitemap: str |
     except ValidationError as exc:
         problems["near_duplicates"] = str(exc)
     golden = load_golden_set(golden_set) if golden_set else None
-    base = _site_base(bmap) if bmap is not None else ()
-    if golden is not None and bmap is not None and not any(_expected_by(golden, src, base) for src in bmap.sources):
+    base, routes = (_site_base(bmap) if bmap is not None else ()), _routes(book, bmap)
+    if golden is not None and bmap is not None and not any(_expected_by(golden, src, base, routes)
+                                                           for src in bmap.sources):
         # its questions expect no page of this collection: another book's (the demo's, where no profile was given)
         problems["golden_set"] = (f"the golden set {golden.path.name if golden.path else golden.name} expects no "
                                   "page of this collection (it describes another book, or its expected_url_patterns "
@@ -241,8 +238,8 @@ def book_lists(s: BookStudy, changed_max_share: float, thin_min_coverage: float)
     out: dict[str, list[dict[str, Any]]] = {name: [] for name in LISTS}
     if s.book is not None and s.bmap is not None and "missing" not in s.problems:
         out["missing"] = bk.missing_pages(s.book, s.bmap)
-        base = _site_base(s.bmap)
-        out["gone"] = [{**row, "expected_by": _expected_by(s.golden, src, base),
+        base, routes = _site_base(s.bmap), _routes(s.book, s.bmap)
+        out["gone"] = [{**row, "expected_by": _expected_by(s.golden, src, base, routes),
                         "retrieved_by": None if s.retrieved is None else s.retrieved.by_source[src.source]}
                        for row, src in zip(bk.gone_sources(s.bmap), s.bmap.unmatched)]
     if "changed" not in s.problems:

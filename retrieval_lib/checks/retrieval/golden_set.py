@@ -19,6 +19,13 @@ URL, or its ``source_file``) equals it or continues it past a ``/``: the pattern
 ``/docs/intro`` matches ``/docs/intro`` and ``/docs/intro/setup`` but not
 ``/docs/introduction`` (a URL pattern names pages or sections, not spellings). A golden query passes when some
 result in the top ``top_k`` matches with ``similarity_score >= min_score``.
+
+A golden set is written with the site's routes; a collection may name its pages by file path only
+(``module-01-ros2/08-kinematics-and-inverse-kinematics.md``, team #9). Where the profile names the book
+(``book_docs``, or ``book_sitemap``), a pattern also matches a source whose page's *route* in the book matches it
+(:class:`BookRoutes`: the book check's mapping of sources onto pages, :func:`retrieval_lib.book.map_sources`, and
+each page's route as the book gives it; no route rule of its own). Without a book, a set of route patterns over a
+collection of file paths is not applicable with the reason naming ``book_docs``, never called "another book".
 Negatives are judged on their own and never counted as passes.
 
 IR metrics come from pytrec_eval (trec_eval), computed at page level: a
@@ -42,8 +49,10 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 from urllib.parse import urlsplit
 
+from retrieval_lib.book import BookRoutes, book_routes
 from retrieval_lib.checks.collection.collection_health import PayloadScan, record_completeness, scan_payloads
 from retrieval_lib.checks.gates import GOLDEN_NEGATIVES, GOLDEN_PASSES, HEALTH_COMPLETENESS
+from retrieval_lib.errors import ConfigurationError, DocumentError
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.params import GoldenQuery, GoldenSet, NegativeQuery, load_golden_set
 from retrieval_lib.retrievers.as_search import rank_stand_in
@@ -56,7 +65,7 @@ if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
 __all__ = ["run", "GoldenSetCheck", "QueryOutcome", "ValidationReport", "evaluate_golden", "matches", "url_matches",
-           "relevant_pages"]
+           "relevant_pages", "profile_routes", "route_names", "routes_unread"]
 
 #: The gates this check records.
 GATES = (GOLDEN_PASSES, GOLDEN_NEGATIVES, HEALTH_COMPLETENESS)
@@ -107,11 +116,40 @@ def site_base(pages: Iterable[str]) -> tuple[str, ...]:
     return tuple(common)
 
 
-def matches(result: Any, pattern: str, base: Sequence[str] = ()) -> bool:
+def profile_routes(view: Any, collection: str, *, book_docs: str | None, book_sitemap: str | None,
+                   book_base_url: str | None = None,
+                   book_route_base: str | None = None) -> tuple[BookRoutes | None, str]:
+    """The book's routes where the profile names the book (``book_docs``: a folder, ``"sample_book"`` the one in the
+    package; or ``book_sitemap``) and ""; (None, "") where it names none; (None, why) where it cannot be read (the
+    check goes on with the sources alone, and says why)."""
+    from retrieval_lib.book import resolve_docs
+
+    docs, sitemap = resolve_docs(book_docs), book_sitemap or None
+    if not docs and not sitemap:
+        return None, ""
+    try:
+        return book_routes(view, collection, docs=docs, sitemap=sitemap, base_url=book_base_url or None,
+                           route_base=book_route_base or None), ""
+    except (ConfigurationError, DocumentError) as exc:
+        return None, str(exc)
+
+
+def route_names(routes: BookRoutes | None, values: Iterable[str | None], pattern: str) -> bool:
+    """True when the book (``routes``) puts the source named by ``values`` (its URL, file...) on a page whose route
+    is the pattern's page or lies below it: the one rule by which a golden pattern names a source through the book
+    (notebooks 05, 15 and the book check)."""
+    if routes is None:
+        return False
+    route = routes.route(*values)
+    return route is not None and url_matches(route, pattern, routes.base)
+
+
+def matches(result: Any, pattern: str, base: Sequence[str] = (), routes: BookRoutes | None = None) -> bool:
     """True when the result's URL (or URL path) or source file is the pattern's page or lies below it (``result``:
     anything with ``source_url`` and ``source_file``, a search result or a side-by-side row); ``base``: as for
-    :func:`url_matches`."""
-    return url_matches(result.source_url or "", pattern, base) or _under(result.source_file or "", pattern)
+    :func:`url_matches`; ``routes``: the book's, when the profile names it (:func:`route_names`)."""
+    return (url_matches(result.source_url or "", pattern, base) or _under(result.source_file or "", pattern)
+            or route_names(routes, (result.source_url, result.source_file), pattern))
 
 
 def collection_pages(store: Any, collection: str) -> list[str]:
@@ -122,11 +160,12 @@ def collection_pages(store: Any, collection: str) -> list[str]:
                                                                                                 "source_file"))
 
 
-def relevant_pages(patterns: Iterable[str], pages: Iterable[str], base: Sequence[str] = ()) -> tuple[str, ...]:
+def relevant_pages(patterns: Iterable[str], pages: Iterable[str], base: Sequence[str] = (),
+                   routes: BookRoutes | None = None) -> tuple[str, ...]:
     """The pages (:func:`collection_pages`) that one of ``patterns`` names: a query's relevant pages, in page order;
-    ``base``: as for :func:`url_matches`."""
+    ``base``: as for :func:`url_matches`; ``routes``: the book's (:func:`route_names`)."""
     wanted = list(patterns)
-    return tuple(u for u in pages if any(url_matches(u, p, base) for p in wanted))
+    return tuple(u for u in pages if any(url_matches(u, p, base) or route_names(routes, (u,), p) for p in wanted))
 
 
 @dataclass
@@ -179,6 +218,12 @@ class ValidationReport:
     outcomes: list[QueryOutcome] = field(default_factory=list)
     #: the responses judged, in ``outcomes`` order (what the record keeps as the run file)
     responses: list[SearchResponse] = field(default_factory=list, repr=False)
+    #: the collection's pages the patterns were judged against (:func:`collection_pages`)
+    pages: list[str] = field(default_factory=list, repr=False)
+    #: the book's routes the patterns were also judged against (None: no book named, or it could not be read)
+    routes: BookRoutes | None = field(default=None, repr=False)
+    #: why the book the profile names could not be used ("" when it was, or none was named)
+    book_problem: str = ""
 
     def of_kind(self, kind: str) -> list[QueryOutcome]:
         """The outcomes of one kind (``"golden"``, ``"extra"`` or ``"negative"``), in golden-set order."""
@@ -186,10 +231,10 @@ class ValidationReport:
 
 
 def _judge(q: GoldenQuery, response: SearchResponse, kind: str, pages: Sequence[str],
-           base: Sequence[str] = ()) -> QueryOutcome:
+           base: Sequence[str] = (), routes: BookRoutes | None = None) -> QueryOutcome:
     top = response.results[0] if response.results else None
     relevant = [(rank, r) for rank, r in enumerate(response.results, 1)
-                if any(matches(r, p, base) for p in q.expected_url_patterns)]
+                if any(matches(r, p, base, routes) for p in q.expected_url_patterns)]
     rank = relevant[0][0] if relevant else None
     unscored = rank_stand_in([response])  # rank stand-ins: the rank is all there is to judge, min_score is not
     best = round(max(r.similarity_score for _, r in relevant), 4) if relevant and not unscored else None
@@ -203,7 +248,7 @@ def _judge(q: GoldenQuery, response: SearchResponse, kind: str, pages: Sequence[
                         top_score=round(top.similarity_score, 4) if top and not unscored else None,
                         top_source=top.source_file if top else None, threshold=q.min_score,
                         expected_url_patterns=tuple(q.expected_url_patterns),
-                        relevant_pages=relevant_pages(q.expected_url_patterns, pages, base))
+                        relevant_pages=relevant_pages(q.expected_url_patterns, pages, base, routes))
 
 
 def _judge_negative(neg: NegativeQuery, response: SearchResponse) -> QueryOutcome:
@@ -244,20 +289,23 @@ def _ir_metrics(outcomes: list[QueryOutcome], responses: list[SearchResponse], k
 
 
 def evaluate_golden(retriever: Retriever, golden: GoldenSet, *, vector_count: int,
-                    metadata_completeness: float) -> ValidationReport:
+                    metadata_completeness: float, routes: BookRoutes | None = None,
+                    book_problem: str = "") -> ValidationReport:
     """Run a golden set and judge it by seed 004's criteria.
 
     ``passed`` is True when at least ``required_passes`` golden queries pass
     AND every negative passes. Extra queries and IR metrics are reported only.
     Each golden and extra outcome carries its relevant pages (the qrels), found
-    among the collection's pages (:func:`collection_pages`).
+    among the collection's pages (:func:`collection_pages`); with ``routes`` (the
+    book's, :func:`book_routes`) a pattern also names a page by its route.
+    ``book_problem``: why the profile's book could not be read (said where it matters).
     """
     asked = [(q, "golden") for q in golden.queries] + [(q, "extra") for q in golden.extra_queries]
     responses = retriever.search_many([q.query for q, _ in asked] + [n.query for n in golden.negatives],
                                       top_k=golden.top_k)
     pages = collection_pages(retriever.store, retriever.collection)
     base = site_base(pages)
-    outcomes = [_judge(q, r, kind, pages, base) for (q, kind), r in zip(asked, responses)]
+    outcomes = [_judge(q, r, kind, pages, base, routes) for (q, kind), r in zip(asked, responses)]
     outcomes += [_judge_negative(n, r) for n, r in zip(golden.negatives, responses[len(asked):])]
     gold = [o for o in outcomes if o.kind == "golden"]
     negatives_passed = sum(o.passed for o in outcomes if o.kind == "negative")
@@ -270,6 +318,7 @@ def evaluate_golden(retriever: Retriever, golden: GoldenSet, *, vector_count: in
         vector_count=vector_count, metadata_completeness=metadata_completeness,
         negatives_total=len(golden.negatives), negatives_passed=negatives_passed,
         hit_at_k=hit, mrr=mrr, ndcg_at_k=ndcg, top_k=golden.top_k, outcomes=outcomes, responses=responses,
+        pages=pages, routes=routes, book_problem=book_problem,
     )
 
 
@@ -299,15 +348,44 @@ def golden_hint(v: ValidationReport) -> str:
     return "read each failed query's reason in the outcomes table"
 
 
+def _file_pages(pages: Iterable[str]) -> list[str]:
+    """The pages named by a file path, not a URL or a site route."""
+    return [p for p in pages if "://" not in p and (not p.startswith("/") or p.lower().endswith((".md", ".mdx")))]
+
+
+def routes_unread(pages: Sequence[str], patterns: Iterable[str], routes: BookRoutes | None,
+                  book_problem: str = "") -> str | None:
+    """Why patterns written as the site's routes could not be put on a collection that names its pages by file
+    path, where no book gave the files' routes (``routes`` None); None where that is not the case. The reason says
+    what to do: name the book (``book_docs``)."""
+    files = _file_pages(pages)
+    routed = [p for p in patterns if p.startswith("/")]
+    if routes is not None or not files or len(files) < len(pages) or not routed:
+        return None
+    why = (f"the book the profile names could not be read ({book_problem}); fix it" if book_problem else
+           "name the book in the profile (book_docs: its docs folder, or book_sitemap)")
+    return (f"this collection names its pages by file path ({files[0]}) and the golden set's expected_url_patterns "
+            f"are the site's routes ({routed[0]}): no page could be matched without the book's routes; {why} so that "
+            "each file is matched by its page's route")
+
+
 def golden_absent(validation: ValidationReport) -> str | None:
-    """Why the golden set cannot be judged on this collection, or None when it can: none was given, or none of
-    its expected pages is in the collection (it describes another book)."""
+    """Why the golden set cannot be judged on this collection, or None when it can: none was given; its patterns are
+    routes and the collection's pages file paths, with no book to give their routes (:func:`routes_unread`); or
+    none of its expected pages is in the collection (it describes another book)."""
     if not validation.total_queries and not validation.negatives_total:
         return ("no golden set for this book (golden_set is empty in the profile): write one, or draft one from "
                 "the collection")
-    if validation.total_queries and not any(o.relevant_pages for o in validation.outcomes if o.kind == "golden"):
-        return (f"none of the golden set's {validation.total_queries} queries expects a page this collection holds: "
-                "it describes another book, or its expected_url_patterns are wrong")
+    gold = [o for o in validation.outcomes if o.kind == "golden"]
+    if validation.total_queries and not any(o.relevant_pages for o in gold):
+        unread = routes_unread(validation.pages, (p for o in gold for p in o.expected_url_patterns),
+                               validation.routes, validation.book_problem)
+        if unread:
+            return f"none of the golden set's {validation.total_queries} queries could be judged: {unread}"
+        through = (f" (its sources and, through the {validation.routes.book}, their pages' routes)"
+                   if validation.routes else "")
+        return (f"none of the golden set's {validation.total_queries} queries expects a page this collection "
+                f"holds{through}: it describes another book, or its expected_url_patterns are wrong")
     return None
 
 
@@ -378,21 +456,27 @@ def scores_figure(validation: ValidationReport):
 
 
 # --------------------------------------------------------------------------- notebook 05
-def run(ctx: NotebookRun, *, golden_set: str,
-        min_metadata_completeness: float) -> GoldenSetCheck | NotApplicable:
+def run(ctx: NotebookRun, *, golden_set: str, min_metadata_completeness: float, book_docs: str | None = None,
+        book_sitemap: str | None = None, book_base_url: str | None = None,
+        book_route_base: str | None = None) -> GoldenSetCheck | NotApplicable:
     """Notebook 05's check: metadata completeness over every point (a paged scan of the collection, which 07 reuses
     within a run), then every query of ``golden_set`` asked once of ``ctx.retriever`` and judged by seed 004.
 
     The answers are judged against the collection's pages: with only a team's retriever configured it is not
-    applicable.
+    applicable. Where the profile names the book (``book_docs`` or ``book_sitemap``, with ``book_base_url`` and
+    ``book_route_base`` as notebook 16 reads them), a pattern also matches a source by its page's route
+    (:class:`BookRoutes`).
     """
     if reason := ctx.collection_absent():
         return NotApplicable(reason, GATES, fill={"min_metadata_completeness": min_metadata_completeness})
     golden = load_golden_set(golden_set)
     scan = scan_payloads(ctx.store, ctx.collection, expected_model=ctx.collection_retriever.embedder.model,
                          run_dir=ctx.report.run_dir)
+    routes, problem = profile_routes(ctx.store, ctx.collection, book_docs=book_docs, book_sitemap=book_sitemap,
+                                     book_base_url=book_base_url, book_route_base=book_route_base)
     validation = evaluate_golden(ctx.retriever, golden, vector_count=ctx.store.count(ctx.collection),
-                                 metadata_completeness=scan.metadata_completeness)
+                                 metadata_completeness=scan.metadata_completeness, routes=routes,
+                                 book_problem=problem)
     return GoldenSetCheck(golden, validation, scan, min_metadata_completeness=min_metadata_completeness)
 
 
@@ -433,6 +517,9 @@ class GoldenSetCheck:
         # the scan behind validation.metadata_completeness) >= min_metadata_completeness
         v, k, scan, golden = self.validation, self.validation.top_k, self.scan, self.golden
         gold, extra, negs = v.of_kind("golden"), v.of_kind("extra"), v.of_kind("negative")
+        if v.book_problem:
+            report.finding(f"the book the profile names could not be read, so patterns were matched against the "
+                           f"sources alone: {v.book_problem}")
         absent = golden_absent(v)
         if absent:
             GOLDEN_PASSES.not_applicable(report, absent)

@@ -9,7 +9,8 @@ question:
   carries one the collection knows (its point id or its ``chunk_id``), else the same (source, text);
 - rank shifts: team rank - collection rank of each chunk both returned;
 - hit@k of each side against the golden pages (:func:`retrieval_lib.checks.retrieval.golden_set.matches`: the
-  result's page is a pattern's page or lies below it), and the paired test of the difference that ``compare`` uses
+  result's page is a pattern's page or lies below it; where the profile names the book, also by its page's route in
+  the book, as notebook 05 reads patterns), and the paired test of the difference that ``compare`` uses
   (:func:`retrieval_lib.checks.statistics.paired_p_values`, ranx's paired t-test over the answered questions).
 
 Then the differences get their names (:mod:`retrieval_lib.checks.retrieval._causes`): errors, empty or cut
@@ -28,6 +29,7 @@ from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 import retrieval_lib.checks.statistics as compare_stats
+from retrieval_lib.book import BookRoutes
 from retrieval_lib.checks.gates import SIDE_BY_SIDE_ERRORS, SIDE_BY_SIDE_HIT_RATE
 from retrieval_lib.checks.retrieval import _views as views
 from retrieval_lib.checks.retrieval._causes import name_causes
@@ -40,7 +42,14 @@ from retrieval_lib.checks.retrieval._pairs import (
     same_chunk,
     team_side,
 )
-from retrieval_lib.checks.retrieval.golden_set import collection_pages, matches, relevant_pages, site_base
+from retrieval_lib.checks.retrieval.golden_set import (
+    collection_pages,
+    matches,
+    profile_routes,
+    relevant_pages,
+    routes_unread,
+    site_base,
+)
 from retrieval_lib.models import SearchResponse
 from retrieval_lib.params import GoldenQuery, GoldenSet, load_golden_set
 from retrieval_lib.retrievers import Answer, QuestionRetriever
@@ -64,7 +73,7 @@ GATES = (SIDE_BY_SIDE_ERRORS, SIDE_BY_SIDE_HIT_RATE,
 # --------------------------------------------------------------------------- the comparison
 
 def _pair(q: GoldenQuery, kind: str, answer: Answer, response: SearchResponse, k: int,
-          base: Sequence[str] = ()) -> QueryPair:
+          base: Sequence[str] = (), routes: BookRoutes | None = None) -> QueryPair:
     team, ours = team_side(answer), collection_side(response)
     pair = QueryPair(q.query, kind, tuple(q.expected_url_patterns), team, ours, k)
     if not team.failed:
@@ -76,8 +85,9 @@ def _pair(q: GoldenQuery, kind: str, answer: Answer, response: SearchResponse, k
                     used.add(c.rank)
                     break
         # golden.matches reads a result's source_url and source_file only: a row carries both under those names
-        pair.team_hit = int(any(matches(r, p, base) for r in team.rows[:k] for p in q.expected_url_patterns))
-    pair.collection_hit = int(any(matches(r, p, base) for r in ours.rows[:k] for p in q.expected_url_patterns))
+        pair.team_hit = int(any(matches(r, p, base, routes) for r in team.rows[:k] for p in q.expected_url_patterns))
+    pair.collection_hit = int(any(matches(r, p, base, routes) for r in ours.rows[:k]
+                                  for p in q.expected_url_patterns))
     return pair
 
 
@@ -85,7 +95,8 @@ def _pair(q: GoldenQuery, kind: str, answer: Answer, response: SearchResponse, k
 _EXPECTED = "__golden_page__"
 
 
-def _hit_test(pairs: Sequence[QueryPair], base: Sequence[str] = ()) -> tuple[float, float, float | None]:
+def _hit_test(pairs: Sequence[QueryPair], base: Sequence[str] = (),
+              routes: BookRoutes | None = None) -> tuple[float, float, float | None]:
     """Mean hit@k of each side over the answered questions and the paired test's p (None under 2 questions).
 
     ranx gets page runs in which every result a golden pattern names counts as the one relevant document of its
@@ -109,7 +120,7 @@ def _hit_test(pairs: Sequence[QueryPair], base: Sequence[str] = ()) -> tuple[flo
     for i, p in enumerate(answered):
         for run, side in zip(runs, (p.collection, p.team)):
             docs = list(dict.fromkeys(
-                _EXPECTED if any(matches(r, pat, base) for pat in p.patterns) else (r.page or f"rank {r.rank}")
+                _EXPECTED if any(matches(r, pat, base, routes) for pat in p.patterns) else (r.page or f"rank {r.rank}")
                 for r in side.rows[:p.k]))
             run[f"q{i}"] = {doc: float(len(docs) - rank) for rank, doc in enumerate(docs)}
     metric = f"hit_rate@{answered[0].k}"
@@ -117,10 +128,13 @@ def _hit_test(pairs: Sequence[QueryPair], base: Sequence[str] = ()) -> tuple[flo
 
 
 def compare_answers(golden: GoldenSet, answers: Sequence[Answer], responses: Sequence[SearchResponse], *,
-                    top_k: int, retriever: str = "", alpha: float = ALPHA, base: Sequence[str] = ()) -> SideBySide:
+                    top_k: int, retriever: str = "", alpha: float = ALPHA, base: Sequence[str] = (),
+                    routes: BookRoutes | None = None) -> SideBySide:
     """Pair the team's answers with the collection's, one per question of ``golden`` (its ``queries`` then its
     ``extra_queries``, in that order), and test hit@k (no cause yet); ``retriever``: the retriever in one line;
-    ``base``: the site's base path segments (:func:`~retrieval_lib.checks.retrieval.golden_set.site_base`).
+    ``base``: the site's base path segments (:func:`~retrieval_lib.checks.retrieval.golden_set.site_base`);
+    ``routes``: the book's routes of the sources, where the profile names the book
+    (:func:`~retrieval_lib.checks.retrieval.golden_set.profile_routes`).
 
     Raises:
         ValueError: the numbers of questions, answers and responses differ.
@@ -129,8 +143,8 @@ def compare_answers(golden: GoldenSet, answers: Sequence[Answer], responses: Seq
     if not (len(asked) == len(answers) == len(responses)):
         raise ValueError(f"{len(asked)} questions, {len(answers)} answers and {len(responses)} responses: "
                          "each question needs one answer from each side, in the golden set's order")
-    pairs = [_pair(q, kind, a, r, top_k, base) for (q, kind), a, r in zip(asked, answers, responses)]
-    team, ours, p = _hit_test(pairs, base)
+    pairs = [_pair(q, kind, a, r, top_k, base, routes) for (q, kind), a, r in zip(asked, answers, responses)]
+    team, ours, p = _hit_test(pairs, base, routes)
     return SideBySide(retriever=retriever, pairs=pairs, top_k=top_k, team_hit_rate=team, collection_hit_rate=ours,
                       p_value=p, alpha=alpha, provenance=golden.provenance)
 
@@ -141,10 +155,12 @@ def not_applicable(reason: str, *, retriever: str = "", top_k: int = 5) -> SideB
 
 
 def measure(asker: QuestionRetriever, collection: Retriever, golden: GoldenSet, *, top_k: int = 5,
-            alpha: float = ALPHA) -> SideBySide:
+            alpha: float = ALPHA, routes: BookRoutes | None = None, book_problem: str = "") -> SideBySide:
     """Ask the golden set's in-domain questions (golden and extra queries; negatives are not asked) through the
     team's retriever (``asker``; of kind ``collection``: nothing to compare) and once through the collection's own
-    retriever, and name the causes of every difference; ``alpha``: the paired test's significance.
+    retriever, and name the causes of every difference; ``alpha``: the paired test's significance; ``routes``: the
+    book's routes of the sources (a pattern names a source by its page's route, as in notebook 05), and
+    ``book_problem`` why the profile's book could not be read.
 
     Returns:
         A :class:`SideBySide`; its ``absent`` says why nothing was compared when it was not.
@@ -161,28 +177,38 @@ def measure(asker: QuestionRetriever, collection: Retriever, golden: GoldenSet, 
     responses = collection.search_many(texts, top_k=top_k)
     pages = collection_pages(collection.store, collection.collection)
     base = site_base(pages)
-    study = compare_answers(golden, answers, responses, top_k=top_k, retriever=described, alpha=alpha, base=base)
-    if not any(p.collection_hit for p in study.pairs) and not any(relevant_pages(p.patterns, pages, base)
+    study = compare_answers(golden, answers, responses, top_k=top_k, retriever=described, alpha=alpha, base=base,
+                            routes=routes)
+    if not any(p.collection_hit for p in study.pairs) and not any(relevant_pages(p.patterns, pages, base, routes)
                                                                   for p in study.pairs):
-        study.absent = (f"none of the golden set's {len(study.pairs)} questions expects a page this collection "
-                        "holds: it describes another book, or its expected_url_patterns are wrong")
+        unread = routes_unread(pages, (pat for p in study.pairs for pat in p.patterns), routes, book_problem)
+        study.absent = (f"none of the golden set's {len(study.pairs)} questions could be judged: {unread}" if unread
+                        else f"none of the golden set's {len(study.pairs)} questions expects a page this collection "
+                             "holds: it describes another book, or its expected_url_patterns are wrong")
         return study
     study.causes = name_causes(study, collection)
     return study
 
 
-def run(ctx: NotebookRun, *, golden_set: str, top_k: int, compare_alpha: float) -> SideBySideResult:
+def run(ctx: NotebookRun, *, golden_set: str, top_k: int, compare_alpha: float, book_docs: str | None = None,
+        book_sitemap: str | None = None, book_base_url: str | None = None,
+        book_route_base: str | None = None) -> SideBySideResult:
     """Notebook 15's check: the golden set's in-domain questions through the profile's retriever (``ctx.asker``:
     ``retriever:``, the collection itself by default) and through the collection's own search
     (``ctx.collection_retriever``), and the named causes of every difference.
 
     Nothing is compared (every gate not applicable, with the reason) without a team's retriever, without a golden
-    set, or when the collection cannot be opened.
+    set, or when the collection cannot be opened. Where the profile names the book (``book_docs`` or
+    ``book_sitemap``), a golden pattern also names a source by its page's route, as in notebook 05.
     """
     golden = load_golden_set(golden_set)
     if reason := ctx.collection_absent():
         return SideBySideResult(not_applicable(reason, retriever=str(ctx.asker.describe()), top_k=top_k))
-    return SideBySideResult(measure(ctx.asker, ctx.collection_retriever, golden, top_k=top_k, alpha=compare_alpha))
+    routes, problem = ((None, "") if ctx.asker.kind == "collection" else
+                       profile_routes(ctx.store, ctx.collection, book_docs=book_docs, book_sitemap=book_sitemap,
+                                      book_base_url=book_base_url, book_route_base=book_route_base))
+    return SideBySideResult(measure(ctx.asker, ctx.collection_retriever, golden, top_k=top_k, alpha=compare_alpha,
+                                    routes=routes, book_problem=problem))
 
 
 @dataclass
