@@ -24,6 +24,7 @@ from retrieval_lib.collection.ours import embedded_form, tokens_read
 from retrieval_lib.collection.roles import ROLE_MEANINGS, ROLES, PayloadRoles
 from retrieval_lib.collection.view import CollectionView
 from retrieval_lib.embedding import Embedder
+from retrieval_lib.embedding.base import tokens_estimated
 from retrieval_lib.percentile import percentile
 from retrieval_lib.stores.base import stored_vector
 from retrieval_lib.stores.scan import page_size
@@ -257,7 +258,7 @@ def inspect_collection(view: CollectionView, collection: str, embedder: Embedder
     window = embedder.max_tokens
     ours = view.owned(collection) is True
     tokens = [tokens_read(r, embedder.count_tokens, ours=ours) for r in records]
-    lengths: dict[str, Any] = {"sample": len(tokens), "window": window}
+    lengths: dict[str, Any] = {"sample": len(tokens), "window": window, "estimated": tokens_estimated(embedder)}
     if tokens:
         over = sum(t > window for t in tokens)
         lengths.update({"tokens_p50": percentile(tokens, 50), "tokens_p95": percentile(tokens, 95),

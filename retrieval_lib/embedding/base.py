@@ -49,7 +49,7 @@ from retrieval_lib.errors import (
 
 __all__ = ["Embedder", "ProviderInfo", "PROVIDERS", "provider_info", "RemoteEmbedder", "Failure", "estimate_tokens",
            "input_types_of", "embed_as", "request_size", "start_batch", "vendor_endpoint", "LOCAL_SERVER_BATCH",
-           "SPECIAL_TOKENS"]
+           "SPECIAL_TOKENS", "ESTIMATE_NOTE", "tokens_estimated"]
 
 log = logging.getLogger("retrieval_lib.embedding")
 
@@ -182,6 +182,15 @@ def embed_as(embedder: Any, texts: Sequence[str], input_type: str) -> list[list[
     return embedder.embed_queries(texts) if input_type == "query" else embedder.embed_documents(texts)
 
 
+#: How :func:`estimate_tokens` counts, in words a report can carry.
+ESTIMATE_NOTE = "estimated: no tokenizer of this provider here, words x 1.3 or characters / 3, whichever is more"
+
+
+def tokens_estimated(embedder: object) -> bool:
+    """Whether ``embedder``'s token counts are estimates (:func:`estimate_tokens`), not its model's own tokenizer."""
+    return bool(getattr(embedder, "tokens_estimated", False))
+
+
 def estimate_tokens(text: str) -> int:
     """Tokens of ``text`` where no tokenizer is local: an estimate meant not to count short."""
     return max(math.ceil(len(text.split()) * 1.3), math.ceil(len(text) / 3))
@@ -281,6 +290,8 @@ class RemoteEmbedder:
 
     provider: str = "remote"
     label: ClassVar[str] = "remote"
+    #: :meth:`count_tokens` estimates (no tokenizer of the provider's on this machine): said wherever counts show
+    tokens_estimated: ClassVar[bool] = True
     key_variable: ClassVar[str] = ""
     base_url_variable: ClassVar[str] = ""
     default_endpoint: ClassVar[str] = ""

@@ -184,6 +184,10 @@ class CachedEmbedder:
     def count_tokens(self, text: str) -> int:
         return int(self.inner.count_tokens(text))
 
+    @property
+    def tokens_estimated(self) -> bool:
+        return bool(getattr(self.inner, "tokens_estimated", False))
+
     def usage(self) -> EmbedUsage:
         """Calls and texts sent so far by this embedder, and texts answered from the cache."""
         with self._lock:

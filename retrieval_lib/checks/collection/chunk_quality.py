@@ -34,6 +34,7 @@ from typing import TYPE_CHECKING, Any
 from retrieval_lib.checks.gates import CHUNKS_FRAGMENT_WINS, CHUNKS_FRAGMENTS, CHUNKS_UNSEEN
 from retrieval_lib.collection.boilerplate import HEADING
 from retrieval_lib.collection.ours import tokens_read
+from retrieval_lib.embedding.base import ESTIMATE_NOTE, tokens_estimated
 from retrieval_lib.validation import number_in, whole_number
 from retrieval_lib.workbook.check import NotApplicable
 
@@ -71,6 +72,7 @@ class ChunkStudy:
     min_tokens: int
     max_heading_share: float
     chunks: list[ChunkLength] = field(default_factory=list)
+    estimated: bool = False  # the counts are estimates (a hosted provider's model: no tokenizer here)
 
     @property
     def past_window(self) -> list[ChunkLength]:
@@ -199,6 +201,7 @@ def run(ctx: NotebookRun, *, golden_set: str, headings_per_file: int, queries: S
     study = measure_chunks(scan_chunks(ctx.store, ctx.collection), embedder.count_tokens, embedder.max_tokens,
                            ours=ctx.store.owned(ctx.collection) is not False,
                            min_tokens=fragment_min_length, max_heading_share=fragment_max_heading_share)
+    study.estimated = tokens_estimated(embedder)
     texts = study_queries(ctx.retriever, golden_set, headings_per_file, queries)
     answered, wins = fragment_wins(ctx.retriever, texts, study)
     return ChunkQuality(study, texts, answered, wins, max_unseen_share=max_unseen_share,
@@ -280,7 +283,8 @@ class ChunkQuality:
         worst = f"; the longest is {past[0].read} tokens ({past[0].source_file}, {past[0].unseen_share:.0%} unseen)" \
             if past else ""
         report.finding(f"{len(past)} of {len(study.chunks)} chunks are longer than the {study.window}-token window, "
-                       f"{unseen:.1%} of all text is never seen by the model{worst}.")
+                       f"{unseen:.1%} of all text is never seen by the model{worst}"
+                       + (f" (token counts {ESTIMATE_NOTE})." if study.estimated else "."))
         report.finding(f"{len(study.fragments)} chunks ({frag_share:.1%}) are fragments (under {study.min_tokens} "
                        f"tokens or mostly heading); a fragment is top-1 for {len(wins)} of {answered} queries, "
                        f"{len(displaced)} of them over a full chunk of its own section.")

@@ -12,6 +12,7 @@ import yaml
 
 from retrieval_lib.cli.commands import print_json
 from retrieval_lib.collection.inspect import Inspection, inspect_collection, mapping_rows
+from retrieval_lib.embedding.base import ESTIMATE_NOTE
 
 NAME = "inspect"
 #: Place in ``--help``: right after the everyday commands, before any check.
@@ -136,7 +137,8 @@ def lines(f: Inspection) -> list[str]:
     ln = f.lengths
     if ln.get("sample"):
         of = f"{ln['sample']} of {f.points} chunks sampled" if ln["sample"] < f.points else f"{ln['sample']} chunks"
-        out.append(f"chunk lengths ({of}, in this model's tokens as it reads them): median {ln['tokens_p50']:.0f}, "
+        unit = f"tokens {ESTIMATE_NOTE}" if ln.get("estimated") else "in this model's tokens as it reads them"
+        out.append(f"chunk lengths ({of}, {unit}): median {ln['tokens_p50']:.0f}, "
                    f"p95 {ln['tokens_p95']:.0f}, longest {ln['tokens_max']}; {ln['over_window']} "
                    f"({ln['over_window_share']:.0%}) exceed the {ln['window']}-token window (the model reads only "
                    "the first part of those)")

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from corpus import fill_collection
-from fakes.embedders import FakeEmbedder
+from fakes.embedders import FakeEmbedder, hashed_bag_of_words
 
 from retrieval_lib.checks.collection import chunk_quality as chunks
 from retrieval_lib.errors import ValidationError
@@ -139,3 +139,25 @@ def test_a_collection_made_with_fixed_1000_token_windows_reports_truncation_and_
     study = chunks.measure_chunks(ours, default_count_tokens, window)
     assert study.past_window == [] and study.unseen_text_share == 0.0
     assert study.fragment_share < foreign.fragment_share or study.fragment_share < 0.04
+
+
+def test_token_counts_of_a_hosted_model_are_said_to_be_estimates(tmp_path) -> None:
+    # team #6 (Gemini) and #14 (Cohere): no tokenizer of theirs is on this machine, so "3 chunks longer than the
+    # 2048-token window" is an estimate, and the finding and inspect say so
+    from retrieval_lib.embedding import CachedEmbedder, CohereEmbedder, LocalEmbedder, QueryCache
+    from retrieval_lib.embedding.base import ESTIMATE_NOTE, tokens_estimated
+
+    assert CohereEmbedder.tokens_estimated and not tokens_estimated(LocalEmbedder)
+    hosted = FakeEmbedder(hashed_bag_of_words(8), dimension=8)
+    hosted.tokens_estimated = True  # what every hosted provider's embedder says (RemoteEmbedder)
+    assert tokens_estimated(CachedEmbedder(hosted, QueryCache(tmp_path / "c.json")))
+    local = FakeEmbedder(hashed_bag_of_words(8), dimension=8)
+    assert not tokens_estimated(CachedEmbedder(local, QueryCache(tmp_path / "d.json")))
+    for estimated in (False, True):
+        study = chunks.measure_chunks(fixed_windows(1000), default_count_tokens, 256)
+        study.estimated = estimated
+        report = NotebookReport("12_chunk_quality", "t", run_dir=tmp_path / str(estimated))
+        chunks.ChunkQuality(study, [], 0, [], max_unseen_share=0.01, max_fragment_share=0.04,
+                            max_fragment_win_rate=0.02).record(report, show=False)
+        window = next(f for f in report.findings if "-token window" in f)
+        assert (ESTIMATE_NOTE in window) is estimated
