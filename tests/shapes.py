@@ -120,3 +120,38 @@ def build(store: Any, collection: str, shape: Shape, vectors: list[list[float]])
         points.append(models.PointStruct(id=point_id, vector=vector, payload=payload))
     store.client.upsert(collection, points=points, wait=True)
     return len(points)
+
+
+#: The sample book's folders team #9's collection is built from (:func:`team9_book`).
+TEAM9_FOLDERS = ("module-01-ros2", "module-02-simulation")
+
+
+def team9_book(root: Any, embedder: Any, collection: str = "team9") -> Any:
+    """#9 (DoniaBatool): a copy of :data:`TEAM9_FOLDERS` of the sample book under ``root / "docs"`` and its
+    collection in ``root / "store"``: uuid5 ids; ``text``, ``path`` (relative to the docs folder), ``chapter``,
+    ``section``, ``source`` = "docs"; pieces of ~250 words embedded by ``embedder``; no URL key. Returns the docs
+    folder."""
+    import shutil
+
+    from qdrant_client import QdrantClient
+
+    from retrieval_lib.book import SAMPLE_DOCS
+
+    docs = root / "docs"
+    for folder in TEAM9_FOLDERS:
+        shutil.copytree(SAMPLE_DOCS / folder, docs / folder)
+    client = QdrantClient(path=str(root / "store"))
+    client.create_collection(collection, vectors_config=models.VectorParams(size=embedder.dimension,
+                                                                            distance=models.Distance.COSINE))
+    points = []
+    for path in sorted(docs.rglob("*.md")):
+        rel = path.relative_to(docs).as_posix()
+        words = path.read_text(encoding="utf-8").split()
+        pieces = [" ".join(words[i:i + 250]) for i in range(0, len(words), 250)]
+        for i, (piece, vector) in enumerate(zip(pieces, embedder.embed_documents(pieces))):
+            points.append(models.PointStruct(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{rel}#{i}")), vector=vector,
+                                             payload={"text": piece, "path": rel, "chapter": rel.split("/")[0],
+                                                      "section": f"part {i}", "source": "docs"}))
+    client.upsert(collection, points)
+    client.close()
+    return docs

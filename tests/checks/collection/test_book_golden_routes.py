@@ -11,20 +11,16 @@ with the real MiniLM embedder; after the ingest the book loses one page (gone). 
 
 from __future__ import annotations
 
-import shutil
-import uuid
-
 import pytest
 import yaml
+from shapes import team9_book
 
 from retrieval_lib import VectorStore
-from retrieval_lib.book import SAMPLE_DOCS
 from retrieval_lib.checks.collection import book as check
 from retrieval_lib.collection import CollectionView
 from retrieval_lib.search import Retriever
 from retrieval_lib.workbook.report import NotebookReport
 
-FOLDERS = ("module-01-ros2", "module-02-simulation")
 IK_FILE = "module-01-ros2/08-kinematics-and-inverse-kinematics.md"
 DELETED = "module-02-simulation/05-unity-for-robotics.md"  # deleted from the book after the ingest
 GATES = dict(changed_max_share=0.2, thin_min_coverage=0.6, max_missing_pages=0, max_gone_sources=0,
@@ -35,26 +31,8 @@ GATES = dict(changed_max_share=0.2, thin_min_coverage=0.6, max_missing_pages=0, 
 def team9(tmp_path_factory, embedder):
     """Team #9's shape (uuid5 ids; ``text``, ``path``, ``chapter``, ``section``, ``source`` = "docs"), then the book
     as it is now (one page deleted) and a golden set in the site's routes."""
-    from qdrant_client import QdrantClient, models
-
     root = tmp_path_factory.mktemp("team9-book")
-    docs = root / "docs"
-    for folder in FOLDERS:
-        shutil.copytree(SAMPLE_DOCS / folder, docs / folder)
-    client = QdrantClient(path=str(root / "store"))
-    client.create_collection("team9", vectors_config=models.VectorParams(size=embedder.dimension,
-                                                                         distance=models.Distance.COSINE))
-    points = []
-    for path in sorted(docs.rglob("*.md")):
-        rel = path.relative_to(docs).as_posix()
-        words = path.read_text(encoding="utf-8").split()
-        pieces = [" ".join(words[i:i + 250]) for i in range(0, len(words), 250)]
-        for i, (piece, vector) in enumerate(zip(pieces, embedder.embed_documents(pieces))):
-            points.append(models.PointStruct(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{rel}#{i}")), vector=vector,
-                                             payload={"text": piece, "path": rel, "chapter": rel.split("/")[0],
-                                                      "section": f"part {i}", "source": "docs"}))
-    client.upsert("team9", points)
-    client.close()
+    docs = team9_book(root, embedder)
     (docs / DELETED).unlink()
     golden = root / "golden.yaml"
     golden.write_text(yaml.safe_dump({

@@ -13,15 +13,14 @@ Nothing below compares a score: only pages, ranks the model gets right by a wide
 
 from __future__ import annotations
 
-import shutil
-import uuid
 from pathlib import Path
 from types import SimpleNamespace
 
 import pytest
+from shapes import team9_book
 
 from retrieval_lib import VectorStore
-from retrieval_lib.book import SAMPLE_DOCS, book_routes
+from retrieval_lib.book import book_routes
 from retrieval_lib.checks.retrieval import golden_set as gs
 from retrieval_lib.checks.retrieval import side_by_side
 from retrieval_lib.collection import CollectionView
@@ -30,7 +29,6 @@ from retrieval_lib.retrievers import Answer, Hit
 from retrieval_lib.search import Retriever
 from retrieval_lib.workbook.report import NotebookReport
 
-FOLDERS = ("module-01-ros2", "module-02-simulation")
 IK_FILE = "module-01-ros2/08-kinematics-and-inverse-kinematics.md"
 IK_ROUTE = "/docs/module-01-ros2/kinematics-and-inverse-kinematics"
 GAZEBO_FILE = "module-02-simulation/02-gazebo-basics.md"
@@ -38,28 +36,8 @@ GAZEBO_ROUTE = "/docs/module-02-simulation/gazebo-fundamentals"  # its front mat
 
 
 def _team9(root: Path, embedder) -> tuple[Path, VectorStore]:
-    """Team #9's shape: uuid5 ids; ``text``, ``path`` (relative to the docs folder), ``chapter``, ``section``,
-    ``source`` = "docs"; pieces of ~250 words; no URL key."""
-    from qdrant_client import QdrantClient, models
-
-    docs = root / "docs"
-    for folder in FOLDERS:
-        shutil.copytree(SAMPLE_DOCS / folder, docs / folder)
-    client = QdrantClient(path=str(root / "store"))
-    client.create_collection("team9", vectors_config=models.VectorParams(size=embedder.dimension,
-                                                                         distance=models.Distance.COSINE))
-    points = []
-    for path in sorted(docs.rglob("*.md")):
-        rel = path.relative_to(docs).as_posix()
-        words = path.read_text(encoding="utf-8").split()
-        pieces = [" ".join(words[i:i + 250]) for i in range(0, len(words), 250)]
-        for i, (piece, vector) in enumerate(zip(pieces, embedder.embed_documents(pieces))):
-            points.append(models.PointStruct(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{rel}#{i}")), vector=vector,
-                                             payload={"text": piece, "path": rel, "chapter": rel.split("/")[0],
-                                                      "section": f"part {i}", "source": "docs"}))
-    client.upsert("team9", points)
-    client.close()
-    return docs, VectorStore.at_path(root / "store")
+    """Team #9's shape (:func:`shapes.team9_book`) and its store, opened."""
+    return team9_book(root, embedder), VectorStore.at_path(root / "store")
 
 
 @pytest.fixture(scope="module")
