@@ -86,6 +86,8 @@ class ServiceState:
         self.options = options
         self.retriever = retriever
         self.metadata = metadata
+        #: why no rows are read where a database is configured but holds no table this service reads ("" otherwise)
+        self.metadata_reason = ""
         self._owned = (owns_retriever, owns_metadata)
         # An in-process model is up once loaded; a remote one is known only after a call.
         self.embedder_ok: bool | None = True if retriever.embedder.provider == "local" else None
@@ -134,6 +136,22 @@ def open_retriever(settings: Settings, options: ServiceOptions | None = None) ->
     return Retriever.from_settings(settings, query_max_chars=max(options.query_max_chars, settings.query_max_chars))
 
 
+def _owned(retriever: Retriever) -> bool | None:
+    try:
+        return retriever.store.owned(retriever.collection)
+    except RetrievalError:  # the store is not readable yet: the service starts, and says so on /health
+        return None
+
+
+def unread_metadata(settings: Settings, retriever: Retriever) -> str:
+    """Why a configured metadata database is not read for the served collection ("" when none is configured, or
+    it is read): what ``/health`` says in place of "not configured"."""
+    if settings.qdrant_url and not settings.database_url:
+        return ""
+    source = metadata_source(settings, _owned(retriever))
+    return source.reason if source.configured and not source.readable and source.error is None else ""
+
+
 def configured_metadata(settings: Settings, retriever: Retriever) -> MetadataDB | None:
     """The metadata database of the served collection, opened read-only, or None when it has no rows this service
     reads (:func:`~retrieval_lib.stores.metadata.metadata_source`): no ``DATABASE_URL`` and no SQLite file of our
@@ -143,11 +161,7 @@ def configured_metadata(settings: Settings, retriever: Retriever) -> MetadataDB 
     (``/health`` says so, and it is read once it is back)."""
     if settings.qdrant_url and not settings.database_url:
         return None  # a server's collections have no SQLite file of ours beside them
-    try:
-        owned = retriever.store.owned(retriever.collection)
-    except RetrievalError:  # the store is not readable yet: the service starts, and says so on /health
-        owned = None
-    source = metadata_source(settings, owned)
+    source = metadata_source(settings, _owned(retriever))
     if source.readable or source.error is not None:
         return MetadataDB.from_settings(settings, create=False)
     if source.configured:
@@ -182,6 +196,8 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
             settings, options, served, metadata if metadata is not None else configured_metadata(settings, served),
             owns_retriever=retriever is None, owns_metadata=metadata is None,
         )
+        if state.metadata is None:
+            state.metadata_reason = unread_metadata(settings, served)
         state.start()
         app.state.service = state
         try:

@@ -114,7 +114,11 @@ def test_the_service_over_a_teams_database_creates_nothing_and_answers_from_the_
     body = answer.json()
     assert body["results"] and not [w for w in body["warnings"] if "metadata row" in w], body["warnings"]
     assert body["results"][0]["snippet"]  # from the payload
-    assert health.status_code == 200 and health.json()["dependencies"]["database"]["configured"] is False
+    database = health.json()["dependencies"]["database"]
+    assert health.status_code == 200 and database["configured"] is False
+    # not "not configured (no DATABASE_URL)": it is set, and its tables are not ones this service reads
+    assert database["detail"].startswith("not read: the database at DATABASE_URL holds no `chunks` table")
+    assert "embeddings_metadata" in database["detail"] and "no DATABASE_URL" not in database["detail"]
     assert tables_and_rows(team_database) == before  # no `chunks`: nothing was written
 
 
