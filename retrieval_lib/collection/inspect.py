@@ -258,7 +258,10 @@ def inspect_collection(view: CollectionView, collection: str, embedder: Embedder
     window = embedder.max_tokens
     ours = view.owned(collection) is True
     tokens = [tokens_read(r, embedder.count_tokens, ours=ours) for r in records]
-    lengths: dict[str, Any] = {"sample": len(tokens), "window": window, "estimated": tokens_estimated(embedder)}
+    configured_made_them = bool(model.get("tried")) and model.get("matched") == model["tried"][0]["model"]
+    lengths: dict[str, Any] = {"sample": len(tokens), "window": window, "estimated": tokens_estimated(embedder),
+                               # counted and judged with a model the check just said did not make these vectors
+                               "other_model": bool(model.get("tried")) and not configured_made_them}
     if tokens:
         over = sum(t > window for t in tokens)
         lengths.update({"tokens_p50": percentile(tokens, 50), "tokens_p95": percentile(tokens, 95),

@@ -245,3 +245,5 @@ def test_inspect_names_e5_when_a_teams_collection_was_built_with_it_and_minilm_i
     assert found.model["matched"] == f"e5 / {e5.model}", found.model
     assert tried[f"local / {embedder.model}"] < 0.5 < 0.99 < tried[f"e5 / {e5.model}"]
     assert "set EMBEDDING_PROVIDER/EMBEDDING_MODEL" in found.model["verdict"]
+    # its chunk lengths are counted with MiniLM's tokenizer and window, which did not make them: said (team #9)
+    assert found.lengths["other_model"] is True

@@ -161,6 +161,8 @@ def test_search_stats_inspect_and_draft_read_the_same_collection_over_http(both)
         answer.pop("location")
         answer["checkable"] = [c for c in answer["checkable"] if "metadata" not in json.dumps(c)]
     assert http == local
+    # counted with the model that made the vectors, by its own tokenizer
+    assert (local["lengths"]["other_model"], local["lengths"]["estimated"]) == (False, False)
     assert both["http"]["draft"][0] == both["local"]["draft"][0] == 0
     for key in ("known_items", "topics", "negatives", "dropped", "pages", "language"):
         assert _rounded(both["http"]["draft"][1][key]) == _rounded(both["local"]["draft"][1][key]), key

@@ -141,7 +141,10 @@ def lines(f: Inspection) -> list[str]:
         out.append(f"chunk lengths ({of}, {unit}): median {ln['tokens_p50']:.0f}, "
                    f"p95 {ln['tokens_p95']:.0f}, longest {ln['tokens_max']}; {ln['over_window']} "
                    f"({ln['over_window_share']:.0%}) exceed the {ln['window']}-token window (the model reads only "
-                   "the first part of those)")
+                   "the first part of those)" + ("; counted with the configured model, which did not make these "
+                                                "vectors: set EMBEDDING_PROVIDER/EMBEDDING_MODEL to the one that did "
+                                                "to count with its tokenizer and window" if ln.get("other_model")
+                                                else ""))
     d = f.duplicates
     out.append(f"duplicate texts: {d['points_with_a_duplicate_text']} points repeat another's text "
                f"({d['groups']} groups)" + (f", e.g. {d['examples'][0]}" if d["examples"] else "")
