@@ -358,7 +358,9 @@ class BookResult:
                          threshold=self.max_gone_sources, rule="<=", unit="sources",
                          detail=f"{len(rows)} sources ({chunks_gone} chunks) name no page of the book{asked}",
                          hint="re-ingest, deleting the old pages' chunks: the pages were renamed or deleted, their "
-                              "chunks still answer")
+                              "chunks still answer",
+                         # the questions asked carry their origins (drafted, reviewed) into the gate's data column
+                         provenance=golden.provenance if r is not None and golden is not None else None)
         if rows:
             report.finding("Sources gone from the book: " + _named(
                 f"{row['source']} ({row['chunks']} chunks" + (f"; retrieved by {len(row['retrieved_by'])} "

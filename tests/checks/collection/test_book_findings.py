@@ -296,6 +296,23 @@ def test_a_gone_source_names_the_questions_whose_top_k_still_holds_its_chunks(ou
     assert gates["book.gone"] is False
 
 
+def test_the_gone_gate_carries_the_origins_of_the_questions_it_asked(ours, embedder, tmp_path):
+    # team #9's run: 16 asked 90 drafted questions, and the report's data column said "hand-written or none"
+    from retrieval_lib.search import Retriever
+
+    store, root = ours
+    golden = tmp_path / "golden.yaml"
+    golden.write_text(GONE_GOLDEN.replace('    expected_url_patterns: [/docs/introduction',
+                                          '    origin: drafted\n    expected_url_patterns: [/docs/introduction'),
+                      encoding="utf-8")
+    search = Retriever(store, embedder, "ours", check_model=False)
+    s, _, _ = _study(store, "ours", _book_now(root / "drafted"), golden_set=str(golden), search=search)
+    report = NotebookReport("16_book", "book")
+    check.BookResult(s, **GATES, near_duplicate_cosine=0.98).record(report, show=False)
+    gone = next(g for g in report.gates if g.id == "book.gone")
+    assert gone.provenance == {"drafted": 1, "reviewed": 0}
+
+
 class _Failing:
     """A retriever whose every answer is an error (a team's endpoint that is down)."""
 
