@@ -362,6 +362,20 @@ def test_dimension_mismatch_names_both_sizes_and_the_model_before_searching(embe
     assert counting.query_calls == 0
 
 
+def test_a_teams_collection_of_another_size_gets_its_advice_once_and_never_ours_to_rebuild_it(embedder):
+    # team #6 (1536-d Gemini vectors) with MiniLM configured: "set EMBEDDING_PROVIDER/EMBEDDING_MODEL" twice
+    from retrieval_lib.collection import CollectionView
+
+    store = VectorStore.in_memory()
+    store.create_collection("theirs", 8)
+    store.upsert("theirs", [models.PointStruct(id=str(uuid.uuid4()), vector=[0.1] * 8, payload={"text": "a chunk"})])
+    with pytest.raises(ModelMismatchError) as info:
+        Retriever(CollectionView(store), embedder, "theirs").search("ROS 2")
+    message = str(info.value)
+    assert message.count("EMBEDDING_PROVIDER/EMBEDDING_MODEL") == 1 and "--recreate" not in message
+    assert "re-embed it with your own pipeline" in message
+
+
 def test_chunks_embedded_with_another_model_are_refused(embedder, fill, book_docs):
     store = VectorStore.in_memory()
     fill(store, "light", embedder, book_docs[:3], model_version="embed-english-light-v3.0")  # also 384-d
