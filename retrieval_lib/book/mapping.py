@@ -55,13 +55,15 @@ class BookChunks:
         return self.source_file[i] or self.source_url[i]
 
 
-def read_chunks(view: Any, collection: str, *, progress: bool = False) -> BookChunks:
-    """One scroll of :data:`FIELDS` through a :class:`~retrieval_lib.collection.CollectionView` (never written)."""
+def read_chunks(view: Any, collection: str, *, progress: bool = False, texts: bool = True) -> BookChunks:
+    """One scroll of :data:`FIELDS` through a :class:`~retrieval_lib.collection.CollectionView` (never written).
+    ``texts=False``: the sources alone (``content`` and ``chunk_sequence`` left as None), all the mapping reads."""
     roles = view.roles_for(collection)
     # a file read off the URL is not the team's own name for the source, the URL is: where the roles derive the
     # file from the URL, only a key of the team's own can name a file (for a point without a URL)
     own_file = bool(roles.keys_of("source_file"))
-    fields = [f for f in FIELDS if (roles.has(f) if f != "source_file" else own_file or not roles.derive_source_file)]
+    wanted = FIELDS if texts else ("source_file", "source_url")
+    fields = [f for f in wanted if (roles.has(f) if f != "source_file" else own_file or not roles.derive_source_file)]
     # whole: every text is kept, so an in-process engine is read in one page (stores.scan.page_size)
     cols = view.read_columns(collection, fields, progress=progress, whole=True)
     n = len(cols.ids)
@@ -394,7 +396,9 @@ def book_routes(view: Any, collection: str, *, docs: str | None, sitemap: str | 
     from retrieval_lib.book.pages import read_book
 
     book = read_book(docs, sitemap, route_base=route_base)
-    bmap = map_sources(book, read_chunks(view, collection), base_url=base_url or None, route_base=route_base or None)
+    # the sources alone: the routes need no text (a collection's texts are most of what a scroll reads)
+    bmap = map_sources(book, read_chunks(view, collection, texts=False), base_url=base_url or None,
+                       route_base=route_base or None)
     if bmap.problem:
         raise ConfigurationError(bmap.problem, option="book_base_url")
     return routes_of(book, bmap)

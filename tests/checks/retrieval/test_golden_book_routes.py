@@ -76,6 +76,12 @@ def test_the_books_routes_put_each_file_on_its_page(team9):
     assert gs.route_names(routes, (IK_FILE,), "/module-01-ros2/kinematics-and-inverse-kinematics")
     assert not gs.route_names(routes, (IK_FILE,), "/docs/module-01-ros2/kinematics")
     assert not gs.route_names(None, (IK_FILE,), IK_ROUTE)
+    # the routes are read from the sources alone: no text comes along (05 reads the book on every run that names it)
+    from retrieval_lib.book import read_chunks
+
+    sources = read_chunks(view, "team9", texts=False)
+    assert set(sources.content) == {None} and IK_FILE in sources.source_file
+    assert read_chunks(view, "team9").source_file == sources.source_file
 
 
 def test_route_patterns_over_file_paths_are_judged_with_the_book(team9, tmp_path):
