@@ -143,30 +143,29 @@ def _owned(retriever: Retriever) -> bool | None:
         return None
 
 
-def unread_metadata(settings: Settings, retriever: Retriever) -> str:
-    """Why a configured metadata database is not read for the served collection ("" when none is configured, or
-    it is read): what ``/health`` says in place of "not configured"."""
+def served_metadata(settings: Settings, retriever: Retriever) -> tuple[MetadataDB | None, str]:
+    """(the metadata database of the served collection, opened read-only, or None when it has no rows this
+    service reads; why a configured database is not read, "" otherwise: what ``/health`` says in place of "not
+    configured"), from one :func:`~retrieval_lib.stores.metadata.metadata_source`.
+
+    None: no ``DATABASE_URL`` and no SQLite file of our own ingest for it, a database without our ``chunks`` table
+    (a team's own, with its own tables), or a team's collection; the service then answers from the payload.
+    Nothing is created in the database: a team's data is never written, and our ingest made the table wherever it
+    wrote the rows. A database down at start-up is kept (``/health`` says so, and it is read once it is back)."""
     if settings.qdrant_url and not settings.database_url:
-        return ""
+        return None, ""  # a server's collections have no SQLite file of ours beside them
     source = metadata_source(settings, _owned(retriever))
-    return source.reason if source.configured and not source.readable and source.error is None else ""
+    if source.readable or source.error is not None:
+        return MetadataDB.from_settings(settings, create=False), ""
+    if source.configured:
+        log.warning("no metadata rows read, results come from the vector payload: %s", source.reason)
+        return None, source.reason
+    return None, ""
 
 
 def configured_metadata(settings: Settings, retriever: Retriever) -> MetadataDB | None:
-    """The metadata database of the served collection, opened read-only, or None when it has no rows this service
-    reads (:func:`~retrieval_lib.stores.metadata.metadata_source`): no ``DATABASE_URL`` and no SQLite file of our
-    own ingest for it, a database without our ``chunks`` table (a team's own, with its own tables), or a team's
-    collection. Then the service answers from the payload. Nothing is created in the database: a team's data is
-    never written, and our ingest made the table wherever it wrote the rows. A database down at start-up is kept
-    (``/health`` says so, and it is read once it is back)."""
-    if settings.qdrant_url and not settings.database_url:
-        return None  # a server's collections have no SQLite file of ours beside them
-    source = metadata_source(settings, _owned(retriever))
-    if source.readable or source.error is not None:
-        return MetadataDB.from_settings(settings, create=False)
-    if source.configured:
-        log.warning("no metadata rows read, results come from the vector payload: %s", source.reason)
-    return None
+    """The metadata database of the served collection, or None (:func:`served_metadata`)."""
+    return served_metadata(settings, retriever)[0]
 
 
 def create_app(settings: Settings | None = None, *, retriever: Retriever | None = None,
@@ -192,12 +191,10 @@ def create_app(settings: Settings | None = None, *, retriever: Retriever | None 
     @asynccontextmanager
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         served = retriever if retriever is not None else open_retriever(settings, options)
-        state = ServiceState(
-            settings, options, served, metadata if metadata is not None else configured_metadata(settings, served),
-            owns_retriever=retriever is None, owns_metadata=metadata is None,
-        )
-        if state.metadata is None:
-            state.metadata_reason = unread_metadata(settings, served)
+        db, unread = (metadata, "") if metadata is not None else served_metadata(settings, served)
+        state = ServiceState(settings, options, served, db, owns_retriever=retriever is None,
+                             owns_metadata=metadata is None)
+        state.metadata_reason = unread
         state.start()
         app.state.service = state
         try:
