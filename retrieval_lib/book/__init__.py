@@ -12,6 +12,7 @@ and the command line. It never writes: neither the book folder nor the collectio
 """
 
 from retrieval_lib.book.findings import (
+    CHANGED_MAX_UNFOUND,
     FOUND_SHARE,
     PageComparison,
     changed_pages,
@@ -37,5 +38,6 @@ from retrieval_lib.book.routes import docusaurus_route, mkdocs_route
 
 __all__ = ["Book", "Page", "read_book", "read_docs", "read_sitemap", "resolve_docs", "SAMPLE_DOCS",
            "docusaurus_route", "mkdocs_route", "FIELDS", "BookChunks", "BookMap", "SourceMatch", "read_chunks",
-           "map_sources", "BookRoutes", "routes_of", "book_routes", "FOUND_SHARE", "PageComparison", "compare_pages",
-           "missing_pages", "gone_sources", "changed_pages", "thin_pages", "URL_FROM_FILE"]
+           "map_sources", "BookRoutes", "routes_of", "book_routes", "FOUND_SHARE", "CHANGED_MAX_UNFOUND",
+           "PageComparison", "compare_pages", "missing_pages", "gone_sources", "changed_pages", "thin_pages",
+           "URL_FROM_FILE"]

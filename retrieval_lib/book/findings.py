@@ -8,9 +8,14 @@ folder, or ``source``: how the collection names it), computed from a :class:`~re
   and placeholder stubs are rows with ``stock`` set and do not count against the gate;
 - **gone**: a source that maps to no page (renamed or deleted since the ingest), with its chunks (which questions
   still retrieve them is the check's to ask: :mod:`retrieval_lib.checks.collection.book`);
-- **changed**: per ingested page, ``stale / judged``, where a chunk is *stale* when fewer than
-  :data:`FOUND_SHARE` of its shingles are in the page, and *judged* when it has at least one full shingle; a
-  chunk's text is read without the front matter it starts with, as the page's is
+- **changed**: per ingested page, two figures over its *judged* chunks (those with at least one full shingle):
+  ``stale / judged``, where a chunk is *stale* when fewer than :data:`FOUND_SHARE` of its shingles are in the page,
+  and the *unfound share*, the share of the judged chunks' shingles (one a word position, summed over the page's
+  chunks) that are not in the page. A page is changed when ``stale / judged`` is above the threshold given, or its
+  unfound share is above :data:`CHANGED_MAX_UNFOUND` (:meth:`PageComparison.changed`). The first names a page most
+  of whose chunks were rewritten; the second does not depend on the chunk size: a fifth of a page rewritten leaves
+  big chunks (700 words) each mostly found, so none is stale, but a fifth of their text unfound. A chunk's text is
+  read without the front matter it starts with, as the page's is
   (:func:`~retrieval_lib.book.text.drop_front_matter`: a chunker that cut the raw file), so a chunk of front matter
   alone is not judged, and an edited front matter is no change;
 - **thin**: per ingested page, ``chunks per 1,000 words`` and the share of the page's shingles its chunks cover;
@@ -41,11 +46,17 @@ from retrieval_lib.book.text import (
     words,
 )
 
-__all__ = ["FOUND_SHARE", "PageComparison", "compare_pages", "missing_pages", "gone_sources", "changed_pages",
-           "thin_pages"]
+__all__ = ["FOUND_SHARE", "CHANGED_MAX_UNFOUND", "PageComparison", "compare_pages", "missing_pages", "gone_sources",
+           "changed_pages", "thin_pages"]
 
 #: A chunk whose shingles are found in its page at least this much is the page's text as it is now.
 FOUND_SHARE = 0.5
+#: A page whose judged chunks' shingles are not found in it more than this much has changed, however big its chunks.
+#: Measured on twelve collections of the sample book cut by teams' chunkers (269 to 769 words, 1,000 characters of
+#: the raw file, headings; overlap, Markdown stripped or not, crawled): untouched pages up to 0.055 (our ingest: a
+#: chunk across a table) and 0.103 (a crawler that drops code blocks: each drop leaves 3 shingles across the seam),
+#: pages with every other paragraph rewritten 0.19-0.47 (docs/book.md, "How texts are compared").
+CHANGED_MAX_UNFOUND = 0.15
 
 
 @dataclass
@@ -58,10 +69,22 @@ class PageComparison:
     judged: int
     stale: int
     coverage: float
+    #: the judged chunks' shingles (one a word position, summed over the chunks) and those not found in the page
+    chunk_shingles: int
+    unfound: int
 
     @property
     def changed_share(self) -> float:
         return self.stale / self.judged if self.judged else 0.0
+
+    @property
+    def unfound_share(self) -> float:
+        return self.unfound / self.chunk_shingles if self.chunk_shingles else 0.0
+
+    def changed(self, max_share: float) -> bool:
+        """The page changed since the ingest: more than ``max_share`` of its judged chunks stale, or more than
+        :data:`CHANGED_MAX_UNFOUND` of their shingles not found in it (the one rule: ``changed`` and ``thin``)."""
+        return self.changed_share > max_share or self.unfound_share > CHANGED_MAX_UNFOUND
 
     @property
     def per_1000_words(self) -> float:
@@ -158,6 +181,9 @@ def _compare(batch: _Batch) -> list[PageComparison]:
         spans -= np.bincount(begin + span - SHINGLE + 1, minlength=at.size + 1)
         mask = np.cumsum(spans[:-1]) > 0
     judged_n = np.bincount(chunk_page[exact], minlength=g)
+    # an exact chunk's shingles: one a word but its last SHINGLE - 1, every one found
+    shingles_n, unfound_n = np.zeros(g), np.zeros(g)
+    shingles_n += np.bincount(chunk_page[exact], weights=span - SHINGLE + 1, minlength=g)
     stale = np.zeros(g, dtype=np.int64)
     rest = np.flatnonzero(~exact)
     rest_words = words([pieces[i] for i in rest.tolist()], cleaned=True)
@@ -169,7 +195,10 @@ def _compare(batch: _Batch) -> list[PageComparison]:
         h, of = shingles_of(rest_words.hashes, rest_words.first[judged], length)
         h = keyed(h, jpage[of])
         found = np.bincount(of, weights=found_in(h, page_sh), minlength=judged.size)
-        stale = np.bincount(jpage[found / (length - SHINGLE + 1) < FOUND_SHARE], minlength=g)
+        positions = length - SHINGLE + 1
+        stale = np.bincount(jpage[found / positions < FOUND_SHARE], minlength=g)
+        shingles_n += np.bincount(jpage, weights=positions, minlength=g)
+        unfound_n += np.bincount(jpage, weights=positions - found, minlength=g)
         mask |= found_in(key, distinct(h))
     # per page, its distinct (page, shingle) keys, and those covered (a key is covered when any of its positions
     # is): positions, less the repeats; masked positions, less a repeated key's masked positions past its first
@@ -187,7 +216,8 @@ def _compare(batch: _Batch) -> list[PageComparison]:
         covered_n -= np.bincount(owner[order[heads]], weights=np.maximum(masked - 1, 0),
                                  minlength=g).astype(np.int64)
     return [PageComparison(page.path, page.words, chunks, int(judged_n[i]), int(stale[i]),
-                           float(covered_n[i] / distinct_n[i]) if distinct_n[i] else 1.0)
+                           float(covered_n[i] / distinct_n[i]) if distinct_n[i] else 1.0, int(shingles_n[i]),
+                           int(round(unfound_n[i])))
             for i, (page, chunks) in enumerate(zip(batch.pages, batch.chunks))]
 
 
@@ -267,25 +297,28 @@ def gone_sources(bmap: BookMap) -> list[dict[str, Any]]:
 
 
 def changed_pages(comparisons: list[PageComparison], max_share: float) -> list[dict[str, Any]]:
-    """Ingested pages with a stale chunk, most changed first; ``changed`` when the share is above ``max_share``."""
+    """Ingested pages with a stale chunk or changed, changed ones first, then by unfound and stale share;
+    ``changed`` by :meth:`PageComparison.changed` (its stale share above ``max_share``, or its unfound share above
+    :data:`CHANGED_MAX_UNFOUND`)."""
     rows = [{"page": c.page, "chunks": c.chunks, "judged": c.judged, "stale": c.stale,
-             "changed_share": round(c.changed_share, 4), "changed": c.changed_share > max_share}
-            for c in comparisons if c.stale]
-    return sorted(rows, key=lambda r: (-r["changed_share"], r["page"]))
+             "changed_share": round(c.changed_share, 4), "unfound_share": round(c.unfound_share, 4),
+             "changed": c.changed(max_share)}
+            for c in comparisons if c.stale or c.changed(max_share)]
+    return sorted(rows, key=lambda r: (not r["changed"], -r["unfound_share"], -r["changed_share"], r["page"]))
 
 
 def thin_pages(comparisons: list[PageComparison], min_coverage: float,
                changed_max_share: float = 1.0) -> list[dict[str, Any]]:
     """Every ingested page's chunks per 1,000 words, its robust z and its coverage, least covered first;
-    ``thin`` when coverage is below ``min_coverage`` and the page has not changed (a rewritten page's old chunks
-    cover none of its new text: that is the changed finding, not a thin ingest)."""
+    ``thin`` when coverage is below ``min_coverage`` and the page has not changed (:meth:`PageComparison.changed`:
+    a rewritten page's old chunks cover none of its new text: that is the changed finding, not a thin ingest)."""
     rates = np.array([c.per_1000_words for c in comparisons], dtype=float)
     median = float(np.median(rates)) if rates.size else 0.0
     mad = float(np.median(np.abs(rates - median))) if rates.size else 0.0
     rows = []
     for c, rate in zip(comparisons, rates):
         z = 0.6745 * (rate - median) / mad if mad else 0.0
-        changed = c.changed_share > changed_max_share
+        changed = c.changed(changed_max_share)
         rows.append({"page": c.page, "words": c.words, "chunks": c.chunks,
                      "chunks_per_1000_words": round(float(rate), 2), "z": round(float(z), 2),
                      "coverage": round(c.coverage, 4), "changed": changed,

@@ -6,6 +6,7 @@ shingled); whatever the short cut, ``judged``, ``stale`` and ``coverage`` must b
 
 - a chunk is *judged* when it has at least :data:`~retrieval_lib.book.text.SHINGLE` words, *stale* when fewer than
   :data:`~retrieval_lib.book.FOUND_SHARE` of its shingles are in the page;
+- ``chunk_shingles`` counts the judged chunks' shingles (one a word position), ``unfound`` those not in the page;
 - coverage is ``|S(page) ∩ ∪ S(judged chunk)| / |S(page)|``.
 
 Words here are what :func:`~retrieval_lib.book.text.clean` leaves, split on spaces: independent of the hashing.
@@ -33,8 +34,14 @@ def _shingles(text: str | None) -> list[tuple[bytes, ...]]:
 
 
 def _expected(body: str, contents: list[str | None]) -> tuple[int, int, float]:
+    judged, stale, coverage, _, _ = _figures(body, contents)
+    return judged, stale, coverage
+
+
+def _figures(body: str, contents: list[str | None]) -> tuple[int, int, float, int, int]:
+    """(judged, stale, coverage, chunk_shingles, unfound), the slow way."""
     page = set(_shingles(body))
-    judged = stale = 0
+    judged = stale = shingles = unfound = 0
     covered: set[tuple[bytes, ...]] = set()
     for c in contents:
         if len(clean(c).split()) < SHINGLE:
@@ -43,9 +50,11 @@ def _expected(body: str, contents: list[str | None]) -> tuple[int, int, float]:
         sh = _shingles(c)
         found = sum(s in page for s in sh)
         stale += found / len(sh) < FOUND_SHARE
+        shingles += len(sh)
+        unfound += len(sh) - found
         covered |= set(sh)
     coverage = len(page & covered) / len(page) if page else 1.0
-    return judged, stale, coverage
+    return judged, stale, coverage, shingles, unfound
 
 
 def _page(path: str, body: str, *, with_bytes: bool = True) -> Page:
@@ -107,10 +116,11 @@ def test_compare_pages_gives_the_figures_of_the_definitions(seed, with_bytes):
                         contents, [None] * len(contents))
     bmap = BookMap([], {"p.md": list(range(len(contents)))})
     got = compare_pages(book, bmap, chunks)
-    judged, stale, coverage = _expected(body, contents)
+    judged, stale, coverage, shingles, unfound = _figures(body, contents)
     assert len(got) == 1
     c = got[0]
     assert (c.chunks, c.judged, c.stale) == (len(contents), judged, stale)
+    assert (c.chunk_shingles, c.unfound) == (shingles, unfound)
     assert c.coverage == pytest.approx(coverage, abs=1e-12)
 
 
@@ -130,14 +140,15 @@ def test_pages_compared_in_batches_each_get_their_own_figures(batch_words, monke
         contents = _chunks(rng, body) + [_page_text(rng, 30)]
         page_chunks[path] = list(range(len(all_contents), len(all_contents) + len(contents)))
         all_contents += contents
-        expected[path] = (len(contents), *_expected(body, contents))
+        expected[path] = (len(contents), *_figures(body, contents))
     n = len(all_contents)
     chunks = BookChunks([str(i) for i in range(n)], [None] * n, [None] * n, all_contents, [None] * n)
     got = compare_pages(Book(pages, "mem", "docusaurus", "/docs"), BookMap([], page_chunks), chunks)
     assert [c.page for c in got] == list(page_chunks)
     for c in got:
-        chunks_n, judged, stale, coverage = expected[c.page]
-        assert (c.chunks, c.judged, c.stale) == (chunks_n, judged, stale), c.page
+        chunks_n, judged, stale, coverage, shingles, unfound = expected[c.page]
+        assert (c.chunks, c.judged, c.stale, c.chunk_shingles, c.unfound) == (chunks_n, judged, stale, shingles,
+                                                                              unfound), c.page
         assert c.coverage == pytest.approx(coverage, abs=1e-12), c.page
 
 
@@ -154,8 +165,9 @@ def test_chunks_found_whole_and_shingled_give_the_same_figures():
         chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents),
                             [None] * len(contents), list(contents), [None] * len(contents))
         c = compare_pages(book, BookMap([], {"p.md": list(range(len(contents)))}), chunks)[0]
-        figures.append((c.judged, c.stale, round(c.coverage, 12)))
-    assert figures[0] == figures[1] == (len(whole), 0, figures[0][2]) and figures[0][2] > 0.95
+        figures.append((c.judged, c.stale, round(c.coverage, 12), c.chunk_shingles, c.unfound))
+    assert figures[0] == figures[1] == (len(whole), 0, figures[0][2], figures[0][3], figures[0][4])
+    assert figures[0][2] > 0.95 and figures[0][3:] == _figures(body, list(whole))[3:]  # cut mid-word: a few unfound
     assert np.isfinite(figures[0][2])
 
 
@@ -185,12 +197,13 @@ def test_chunks_cut_at_words_are_found_whole_by_their_bytes(monkeypatch):
         chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents),
                             [None] * len(contents), list(contents), [None] * len(contents))
         c = compare_pages(book, BookMap([], {"p.md": list(range(len(contents)))}), chunks)[0]
-        assert (c.judged, c.stale) == _expected(body, contents)[:2]
-        assert c.coverage == pytest.approx(_expected(body, contents)[2], abs=1e-12)
-        if contents is cut:
-            assert found == [len(cut)] and c.stale == 0 and c.coverage > 0.99
+        judged, stale, coverage, shingles, unfound = _figures(body, contents)
+        assert (c.judged, c.stale, c.chunk_shingles, c.unfound) == (judged, stale, shingles, unfound)
+        assert c.coverage == pytest.approx(coverage, abs=1e-12)
+        if contents is cut:  # found whole: every shingle found, counted without being hashed
+            assert found == [len(cut)] and c.stale == 0 and c.coverage > 0.99 and c.unfound == 0 < shingles
         elif contents is edited:
-            assert found == [0] and c.stale == 0
+            assert found == [0] and c.stale == 0 and 0 < c.unfound_share < 0.2
 
 
 def test_clean_all_gives_the_bytes_of_clean_text_by_text():
@@ -221,8 +234,9 @@ def test_a_page_that_repeats_itself_counts_each_shingle_once(repeats, cut):
     chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents), [None] * len(contents),
                         list(contents), [None] * len(contents))
     c = compare_pages(book, BookMap([], {"p.md": list(range(len(contents)))}), chunks)[0]
-    judged, stale, coverage = _expected(body, list(contents))
+    judged, stale, coverage, shingles, unfound = _figures(body, list(contents))
     assert (c.judged, c.stale) == (judged, stale) == (len(contents), 0)
+    assert (c.chunk_shingles, c.unfound) == (shingles, unfound) and unfound == 0
     assert c.coverage == pytest.approx(coverage, abs=1e-12)
     assert coverage < 1.0 if cut in ("first", "second") else True  # the shingles across a seam are not covered
 

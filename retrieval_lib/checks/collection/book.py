@@ -8,7 +8,8 @@ findings, each a table with a gate (:mod:`retrieval_lib.checks.gates`, ``book.*`
 - ``book.missing``: pages never ingested (stock pages and stubs listed apart, not counted);
 - ``book.gone``: sources whose page no longer exists (renamed or deleted), with their chunks, the golden queries
   that expect them and the golden or drafted queries whose top-k still holds one of their chunks;
-- ``book.changed``: pages whose chunks' text is no longer in the page, share above ``changed_max_share``;
+- ``book.changed``: pages whose chunks' text is no longer in the page: more than ``changed_max_share`` of their
+  chunks, or more than :data:`~retrieval_lib.book.CHANGED_MAX_UNFOUND` of their chunks' shingles;
 - ``book.thin``: pages whose chunks cover less than ``thin_min_coverage`` of their shingles;
 - ``book.near_duplicates``: pairs of chunks with cosine >= ``near_duplicate_cosine`` from different pages, or from
   one page at least two chunks apart, and the share of top-k places they take.
@@ -57,7 +58,7 @@ _NAMED = 5
 COLUMNS = {
     "missing": ("page", "route", "title", "words", "stock", "problem"),
     "gone": ("source", "chunks", "hint", "expected_by", "retrieved_by"),
-    "changed": ("page", "chunks", "judged", "stale", "changed_share", "changed"),
+    "changed": ("page", "chunks", "judged", "stale", "changed_share", "unfound_share", "changed"),
     "thin": ("page", "words", "chunks", "chunks_per_1000_words", "z", "coverage", "changed", "thin"),
     "near_duplicates": ("page", "chunk", "sequence", "other_page", "other_chunk", "other_sequence", "cosine",
                         "same_page"),
@@ -375,11 +376,13 @@ class BookResult:
         report.metric("pages_changed", len(changed), "pages")
         BOOK_CHANGED.record(report, not changed, value=len(changed), threshold=0, rule="<=", unit="pages",
                             detail=f"{len(changed)} of {len(self.study.comparisons)} ingested pages have more than "
-                                   f"{self.changed_max_share:.0%} of their chunks no longer in the page",
+                                   f"{self.changed_max_share:.0%} of their chunks, or more than "
+                                   f"{bk.CHANGED_MAX_UNFOUND:.0%} of their chunks' text, no longer in the page",
                             hint="re-ingest the changed pages: their chunks answer with the old text")
         if changed:
             report.finding("Pages changed since the ingest: " + _named(
-                f"{r['page']} ({r['stale']} of {r['judged']} chunks no longer in it)" for r in changed))
+                f"{r['page']} ({r['stale']} of {r['judged']} chunks no longer in it; {r['unfound_share']:.0%} of "
+                f"their text not found)" for r in changed))
 
     def _thin(self, report: NotebookReport, rows: list[dict[str, Any]]) -> None:
         thin = [r for r in rows if r["thin"]]

@@ -165,7 +165,61 @@ def test_a_page_edited_after_the_ingest_is_changed(shape, request):
     _, lists, gates = request.getfixturevalue(shape)
     changed = [r for r in lists["changed"] if r["changed"]]
     assert [r["page"] for r in changed] == [EDITED] and changed[0]["changed_share"] > 0.9
+    assert changed[0]["unfound_share"] > 0.9
     assert gates["book.changed"] is False
+
+
+PARTLY = "introduction/03-prerequisites-and-lab-setup.md"  # every other paragraph rewritten: 28% of its words
+
+
+def _rewrite_every_other_paragraph(path: Path) -> None:
+    """As the tours edit a page (/tmp/tourC/edit.py): paragraphs past the third, headings, lists and code kept."""
+    paras = path.read_text(encoding="utf-8").split("\n\n")
+    for i, para in enumerate(paras):
+        if i > 2 and para.strip() and not para.lstrip().startswith(("#", "```", "|", "-", "*", "1.")) and i % 2 == 0:
+            paras[i] = "This paragraph was rewritten after the ingest, with a new example about warehouse rovers."
+    path.write_text("\n\n".join(paras), encoding="utf-8")
+
+
+def test_a_page_partly_rewritten_under_big_chunks_is_changed(tmp_path):
+    """Team #6's shape: ~1,000-token chunks (769 words, 153 of overlap, whitespace folded, front matter dropped).
+    A page with every other paragraph rewritten leaves each of its chunks mostly found (none stale), yet a quarter
+    of their text is no longer in the page: the gate fails and says so; the untouched pages stay unchanged."""
+    import numpy as np
+    from qdrant_client import models
+
+    docs = _copy(tmp_path / "ingested")
+    store = VectorStore.in_memory()
+    store.create_collection("t6", 8)
+    rng = np.random.default_rng(0)
+    points = []
+    for path in sorted(docs.rglob("*.md*")):
+        text = path.read_text(encoding="utf-8")
+        if text.startswith("---\n"):
+            text = text.split("\n---\n", 1)[1]
+        words = text.split()
+        for start in range(0, len(words), 769 - 153):
+            points.append(models.PointStruct(id=len(points), vector=rng.normal(size=8).tolist(), payload={
+                "content": " ".join(words[start:start + 769]), "source_file": path.relative_to(docs).as_posix()}))
+    store.upsert("t6", points)
+    now = _copy(tmp_path / "now")
+    _rewrite_every_other_paragraph(now / PARTLY)
+    s = check.study(CollectionView(store), "t6", docs=str(now))
+    report = NotebookReport("16_book", "book")
+    check.BookResult(s, **GATES, near_duplicate_cosine=0.98).record(report, show=False)
+    rows = check.book_lists(s, GATES["changed_max_share"], GATES["thin_min_coverage"])["changed"]
+    assert [(r["page"], r["changed"], r["stale"]) for r in rows] == [(PARTLY, True, 0)]
+    assert 0.2 < rows[0]["unfound_share"] < 0.4 and rows[0]["changed_share"] == 0.0
+    gate = next(g for g in report.gates if g.id == "book.changed")
+    assert gate.passed is False and gate.value == 1
+    assert any(f.startswith(f"Pages changed since the ingest: {PARTLY} (0 of ") and "of their text not found" in f
+               for f in report.findings)
+    # the gate's definition (docs/gates.md) names the threshold the rule uses
+    from retrieval_lib.book import CHANGED_MAX_UNFOUND
+    from retrieval_lib.checks.gates import BOOK_CHANGED
+
+    assert f"nor more than {CHANGED_MAX_UNFOUND:.0%} of its chunks' 4-word shingles" in BOOK_CHANGED.meaning
+    assert f"or more than {CHANGED_MAX_UNFOUND:.0%} of their chunks' text" in gate.detail
 
 
 @pytest.mark.parametrize("shape", ["ours_now", pytest.param("foreign_now", marks=pytest.mark.slow)])
