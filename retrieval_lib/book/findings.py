@@ -10,14 +10,17 @@ folder, or ``source``: how the collection names it), computed from a :class:`~re
   still retrieve them is the check's to ask: :mod:`retrieval_lib.checks.collection.book`);
 - **changed**: per ingested page, two figures over its *judged* chunks (those with at least one full shingle):
   ``stale / judged``, where a chunk is *stale* when fewer than :data:`FOUND_SHARE` of its shingles are in the page,
-  and the *unfound share*, the share of the judged chunks' shingles (one a word position, summed over the page's
-  chunks) that are not in the page. A page is changed when ``stale / judged`` is above the threshold given, or its
-  unfound share is above :data:`CHANGED_MAX_UNFOUND` (:meth:`PageComparison.changed`). The first names a page most
-  of whose chunks were rewritten; the second does not depend on the chunk size: a fifth of a page rewritten leaves
-  big chunks (700 words) each mostly found, so none is stale, but a fifth of their text unfound. A chunk's text is
-  read without the front matter it starts with, as the page's is
-  (:func:`~retrieval_lib.book.text.drop_front_matter`: a chunker that cut the raw file), so a chunk of front matter
-  alone is not judged, and an edited front matter is no change;
+  and the *unfound share*, the share of the judged chunks' words (summed over the page's chunks) that no shingle
+  found in the page covers (word ``i`` of a chunk is in its shingles ``i - 3 .. i``, those the chunk has).
+  A page is changed when ``stale / judged`` is above the threshold given, or its unfound share is above
+  :data:`CHANGED_MAX_UNFOUND` (:meth:`PageComparison.changed`). The first names a page most of whose chunks were
+  rewritten; the second does not depend on the chunk size: a fifth of a page rewritten leaves big chunks (700
+  words) each mostly found, so none is stale, but a fifth of their words unfound. Words, not shingles: where a
+  chunker dropped a block between two it kept (a crawl without the code blocks), the shingles across the seam are
+  in no page, but each word beside it is also in a shingle wholly on one side, found; a rewritten paragraph leaves
+  every one of its words unfound. A chunk's text is read without the front matter it starts with, as the page's
+  is (:func:`~retrieval_lib.book.text.drop_front_matter`: a chunker that cut the raw file), so a chunk of front
+  matter alone is not judged, and an edited front matter is no change;
 - **thin**: per ingested page, ``chunks per 1,000 words`` and the share of the page's shingles its chunks cover;
   ``z`` is the modified z-score of the chunks per 1,000 words across pages,
   ``0.6745 (x - median) / MAD`` (0 when MAD is 0); a page is thin when its coverage is below the threshold.
@@ -51,12 +54,14 @@ __all__ = ["FOUND_SHARE", "CHANGED_MAX_UNFOUND", "PageComparison", "compare_page
 
 #: A chunk whose shingles are found in its page at least this much is the page's text as it is now.
 FOUND_SHARE = 0.5
-#: A page whose judged chunks' shingles are not found in it more than this much has changed, however big its chunks.
+#: A page whose judged chunks' words are not found in it more than this much has changed, however big its chunks.
 #: Measured on twelve collections of the sample book cut by teams' chunkers (269 to 769 words, 1,000 characters of
-#: the raw file, headings; overlap, Markdown stripped or not, crawled): untouched pages up to 0.055 (our ingest: a
-#: chunk across a table) and 0.103 (a crawler that drops code blocks: each drop leaves 3 shingles across the seam),
-#: pages with every other paragraph rewritten 0.19-0.47 (docs/book.md, "How texts are compared").
-CHANGED_MAX_UNFOUND = 0.15
+#: the raw file, headings; overlap, Markdown stripped or not, crawled): untouched pages up to 0.039 (a crawler that
+#: drops code blocks and reads inline code its own way; the shingle share was 0.103 there), 0.029 for every other;
+#: pages with every other paragraph rewritten 0.175-0.438. The whole sample book edited that way under four
+#: chunkers: every page rewritten by 16% of its words or more at 0.155 or above (docs/book.md, "How texts are
+#: compared").
+CHANGED_MAX_UNFOUND = 0.10
 
 
 @dataclass
@@ -69,9 +74,9 @@ class PageComparison:
     judged: int
     stale: int
     coverage: float
-    #: the judged chunks' shingles (one a word position, summed over the chunks) and those not found in the page
-    chunk_shingles: int
-    unfound: int
+    #: the judged chunks' words (summed over the chunks) and those no shingle found in the page covers
+    chunk_words: int
+    unfound_words: int
 
     @property
     def changed_share(self) -> float:
@@ -79,11 +84,11 @@ class PageComparison:
 
     @property
     def unfound_share(self) -> float:
-        return self.unfound / self.chunk_shingles if self.chunk_shingles else 0.0
+        return self.unfound_words / self.chunk_words if self.chunk_words else 0.0
 
     def changed(self, max_share: float) -> bool:
         """The page changed since the ingest: more than ``max_share`` of its judged chunks stale, or more than
-        :data:`CHANGED_MAX_UNFOUND` of their shingles not found in it (the one rule: ``changed`` and ``thin``)."""
+        :data:`CHANGED_MAX_UNFOUND` of their words not found in it (the one rule: ``changed`` and ``thin``)."""
         return self.changed_share > max_share or self.unfound_share > CHANGED_MAX_UNFOUND
 
     @property
@@ -104,11 +109,11 @@ def compare_pages(book: Book, bmap: BookMap, chunks: BookChunks) -> list[PageCom
     """Each ingested page with readable text against its chunks' texts (pages without text are left out).
 
     A chunk that is its page's cleaned text from a word on, bytes for bytes (its first shingle looked up among the
-    page's, then its bytes compared: :func:`_found_whole`), has every shingle in the page, at those positions: it is
-    judged found without its words being hashed or shingled. Only the other chunks are shingled and their shingles
-    looked up; the figures are those of the definitions above either way (``tests/book/test_book_compare.py``
-    computes them the slow way). Pages are compared a batch at a time (:data:`BATCH_WORDS`), each shingle keyed by
-    its page (:func:`~retrieval_lib.book.text.keyed`).
+    page's, then its bytes compared: :func:`_found_whole`), has every shingle in the page, at those positions, so
+    every word found: it is judged found without its words being hashed or shingled. Only the other chunks are
+    shingled and their shingles looked up; the figures are those of the definitions above either way
+    (``tests/book/test_book_compare.py`` computes them the slow way). Pages are compared a batch at a time
+    (:data:`BATCH_WORDS`), each shingle keyed by its page (:func:`~retrieval_lib.book.text.keyed`).
     """
     pages = {p.path: p for p in book.pages}
     content = chunks.content
@@ -181,9 +186,9 @@ def _compare(batch: _Batch) -> list[PageComparison]:
         spans -= np.bincount(begin + span - SHINGLE + 1, minlength=at.size + 1)
         mask = np.cumsum(spans[:-1]) > 0
     judged_n = np.bincount(chunk_page[exact], minlength=g)
-    # an exact chunk's shingles: one a word but its last SHINGLE - 1, every one found
-    shingles_n, unfound_n = np.zeros(g), np.zeros(g)
-    shingles_n += np.bincount(chunk_page[exact], weights=span - SHINGLE + 1, minlength=g)
+    # an exact chunk's words: ``span`` of them, every one found
+    words_n, unfound_n = np.zeros(g), np.zeros(g)
+    words_n += np.bincount(chunk_page[exact], weights=span, minlength=g)
     stale = np.zeros(g, dtype=np.int64)
     rest = np.flatnonzero(~exact)
     rest_words = words([pieces[i] for i in rest.tolist()], cleaned=True)
@@ -194,11 +199,12 @@ def _compare(batch: _Batch) -> list[PageComparison]:
         page_sh = np.delete(ordered, again)  # the distinct (page, shingle) keys
         h, of = shingles_of(rest_words.hashes, rest_words.first[judged], length)
         h = keyed(h, jpage[of])
-        found = np.bincount(of, weights=found_in(h, page_sh), minlength=judged.size)
+        hit = found_in(h, page_sh)
+        found = np.bincount(of, weights=hit, minlength=judged.size)
         positions = length - SHINGLE + 1
         stale = np.bincount(jpage[found / positions < FOUND_SHARE], minlength=g)
-        shingles_n += np.bincount(jpage, weights=positions, minlength=g)
-        unfound_n += np.bincount(jpage, weights=positions - found, minlength=g)
+        words_n += np.bincount(jpage, weights=length, minlength=g)
+        unfound_n += np.bincount(jpage, weights=_unfound_words(hit, positions), minlength=g)
         mask |= found_in(key, distinct(h))
     # per page, its distinct (page, shingle) keys, and those covered (a key is covered when any of its positions
     # is): positions, less the repeats; masked positions, less a repeated key's masked positions past its first
@@ -216,9 +222,34 @@ def _compare(batch: _Batch) -> list[PageComparison]:
         covered_n -= np.bincount(owner[order[heads]], weights=np.maximum(masked - 1, 0),
                                  minlength=g).astype(np.int64)
     return [PageComparison(page.path, page.words, chunks, int(judged_n[i]), int(stale[i]),
-                           float(covered_n[i] / distinct_n[i]) if distinct_n[i] else 1.0, int(shingles_n[i]),
-                           int(round(unfound_n[i])))
+                           float(covered_n[i] / distinct_n[i]) if distinct_n[i] else 1.0, int(words_n[i]),
+                           int(unfound_n[i]))
             for i, (page, chunks) in enumerate(zip(batch.pages, batch.chunks))]
+
+
+def _unfound_words(hit: np.ndarray, positions: np.ndarray) -> np.ndarray:
+    """Per chunk, how many of its words no found shingle covers. ``hit`` flags the chunks' shingles, chunk after
+    chunk (``positions[c]`` of chunk ``c``: its words less :data:`~retrieval_lib.book.text.SHINGLE` - 1); word ``i``
+    of a chunk is covered by its shingles ``max(0, i - 3) .. min(i, positions - 1)``.
+
+    The flags are laid out with :data:`SHINGLE` - 1 unfound places before each chunk's and after the last: a
+    chunk's words are then, in order, the windows of :data:`SHINGLE` places from its first padding place on (its
+    ``positions + SHINGLE - 1`` words, one a window), each window holding exactly the shingles that cover its word,
+    and the next chunk's windows follow on. A word is unfound when its window holds no found shingle: the flags'
+    running total is the same at both ends of the window. No loop a chunk.
+    """
+    pad = SHINGLE - 1
+    chunk_words = positions + pad
+    first = np.cumsum(chunk_words) - chunk_words  # each chunk's first padding place: its first word's window
+    own = np.ones(int(chunk_words.sum()) + pad, dtype=bool)  # the places that hold a chunk's shingle
+    own[(first[:, None] + np.arange(pad)).ravel()] = False
+    own[-pad:] = False
+    flags = np.zeros(own.size, dtype=bool)
+    flags[own] = hit
+    running = np.zeros(own.size + 1, dtype=np.int64)
+    np.cumsum(flags, out=running[1:])
+    unfound = running[SHINGLE:] == running[:-SHINGLE]  # one a word, chunk after chunk
+    return np.add.reduceat(unfound, first, dtype=np.int64)
 
 
 def _found_whole(pages: list[Page], pieces: list[bytes], chunk_page: np.ndarray, n: np.ndarray, at: np.ndarray,

@@ -323,8 +323,9 @@ BOOK_GONE = GateDef(
 BOOK_CHANGED = GateDef(
     "book.changed", "pages changed since the ingest", ("book",),
     "no page has more than `changed_max_share` of its chunks no longer found in it (a chunk is stale when fewer "
-    "than half its 4-word shingles are in the page), nor more than 15% of its chunks' 4-word shingles (summed over "
-    "its chunks, whatever their size: a fifth of a page rewritten leaves big chunks each mostly found)",
+    "than half its 4-word shingles are in the page), nor more than 10% of its chunks' words not found in it (a "
+    "word is found when a 4-word shingle of its chunk that holds it is in the page; summed over its chunks, whatever "
+    "their size: a fifth of a page rewritten leaves big chunks each mostly found)",
     "the page was edited after the ingest: re-ingest it, or its chunks answer with the old text",
     parameter="changed_max_share")
 BOOK_THIN = GateDef(

@@ -6,7 +6,8 @@ shingled); whatever the short cut, ``judged``, ``stale`` and ``coverage`` must b
 
 - a chunk is *judged* when it has at least :data:`~retrieval_lib.book.text.SHINGLE` words, *stale* when fewer than
   :data:`~retrieval_lib.book.FOUND_SHARE` of its shingles are in the page;
-- ``chunk_shingles`` counts the judged chunks' shingles (one a word position), ``unfound`` those not in the page;
+- ``chunk_words`` counts the judged chunks' words, ``unfound_words`` those in no shingle of their chunk found in the
+  page (word ``i`` of a chunk of ``L`` words is in its shingles ``max(0, i - 3) .. min(i, L - 4)``);
 - coverage is ``|S(page) ∩ ∪ S(judged chunk)| / |S(page)|``.
 
 Words here are what :func:`~retrieval_lib.book.text.clean` leaves, split on spaces: independent of the hashing.
@@ -39,22 +40,24 @@ def _expected(body: str, contents: list[str | None]) -> tuple[int, int, float]:
 
 
 def _figures(body: str, contents: list[str | None]) -> tuple[int, int, float, int, int]:
-    """(judged, stale, coverage, chunk_shingles, unfound), the slow way."""
+    """(judged, stale, coverage, chunk_words, unfound_words), the slow way."""
     page = set(_shingles(body))
-    judged = stale = shingles = unfound = 0
+    judged = stale = chunk_words = unfound = 0
     covered: set[tuple[bytes, ...]] = set()
     for c in contents:
-        if len(clean(c).split()) < SHINGLE:
+        w = clean(c).split()
+        if len(w) < SHINGLE:
             continue
         judged += 1
         sh = _shingles(c)
-        found = sum(s in page for s in sh)
-        stale += found / len(sh) < FOUND_SHARE
-        shingles += len(sh)
-        unfound += len(sh) - found
+        hit = [s in page for s in sh]
+        stale += sum(hit) / len(sh) < FOUND_SHARE
+        chunk_words += len(w)
+        # word i is in shingles i - 3 .. i (those the chunk has: the slice stops at its last)
+        unfound += sum(not any(hit[max(0, i - SHINGLE + 1):i + 1]) for i in range(len(w)))
         covered |= set(sh)
     coverage = len(page & covered) / len(page) if page else 1.0
-    return judged, stale, coverage, shingles, unfound
+    return judged, stale, coverage, chunk_words, unfound
 
 
 def _page(path: str, body: str, *, with_bytes: bool = True) -> Page:
@@ -116,11 +119,11 @@ def test_compare_pages_gives_the_figures_of_the_definitions(seed, with_bytes):
                         contents, [None] * len(contents))
     bmap = BookMap([], {"p.md": list(range(len(contents)))})
     got = compare_pages(book, bmap, chunks)
-    judged, stale, coverage, shingles, unfound = _figures(body, contents)
+    judged, stale, coverage, chunk_words, unfound = _figures(body, contents)
     assert len(got) == 1
     c = got[0]
     assert (c.chunks, c.judged, c.stale) == (len(contents), judged, stale)
-    assert (c.chunk_shingles, c.unfound) == (shingles, unfound)
+    assert (c.chunk_words, c.unfound_words) == (chunk_words, unfound)
     assert c.coverage == pytest.approx(coverage, abs=1e-12)
 
 
@@ -146,9 +149,9 @@ def test_pages_compared_in_batches_each_get_their_own_figures(batch_words, monke
     got = compare_pages(Book(pages, "mem", "docusaurus", "/docs"), BookMap([], page_chunks), chunks)
     assert [c.page for c in got] == list(page_chunks)
     for c in got:
-        chunks_n, judged, stale, coverage, shingles, unfound = expected[c.page]
-        assert (c.chunks, c.judged, c.stale, c.chunk_shingles, c.unfound) == (chunks_n, judged, stale, shingles,
-                                                                              unfound), c.page
+        chunks_n, judged, stale, coverage, chunk_words, unfound = expected[c.page]
+        assert (c.chunks, c.judged, c.stale, c.chunk_words, c.unfound_words) == (chunks_n, judged, stale,
+                                                                                chunk_words, unfound), c.page
         assert c.coverage == pytest.approx(coverage, abs=1e-12), c.page
 
 
@@ -165,7 +168,7 @@ def test_chunks_found_whole_and_shingled_give_the_same_figures():
         chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents),
                             [None] * len(contents), list(contents), [None] * len(contents))
         c = compare_pages(book, BookMap([], {"p.md": list(range(len(contents)))}), chunks)[0]
-        figures.append((c.judged, c.stale, round(c.coverage, 12), c.chunk_shingles, c.unfound))
+        figures.append((c.judged, c.stale, round(c.coverage, 12), c.chunk_words, c.unfound_words))
     assert figures[0] == figures[1] == (len(whole), 0, figures[0][2], figures[0][3], figures[0][4])
     assert figures[0][2] > 0.95 and figures[0][3:] == _figures(body, list(whole))[3:]  # cut mid-word: a few unfound
     assert np.isfinite(figures[0][2])
@@ -197,11 +200,11 @@ def test_chunks_cut_at_words_are_found_whole_by_their_bytes(monkeypatch):
         chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents),
                             [None] * len(contents), list(contents), [None] * len(contents))
         c = compare_pages(book, BookMap([], {"p.md": list(range(len(contents)))}), chunks)[0]
-        judged, stale, coverage, shingles, unfound = _figures(body, contents)
-        assert (c.judged, c.stale, c.chunk_shingles, c.unfound) == (judged, stale, shingles, unfound)
+        judged, stale, coverage, chunk_words, unfound = _figures(body, contents)
+        assert (c.judged, c.stale, c.chunk_words, c.unfound_words) == (judged, stale, chunk_words, unfound)
         assert c.coverage == pytest.approx(coverage, abs=1e-12)
         if contents is cut:  # found whole: every shingle found, counted without being hashed
-            assert found == [len(cut)] and c.stale == 0 and c.coverage > 0.99 and c.unfound == 0 < shingles
+            assert found == [len(cut)] and c.stale == 0 and c.coverage > 0.99 and c.unfound_words == 0 < chunk_words
         elif contents is edited:
             assert found == [0] and c.stale == 0 and 0 < c.unfound_share < 0.2
 
@@ -234,9 +237,9 @@ def test_a_page_that_repeats_itself_counts_each_shingle_once(repeats, cut):
     chunks = BookChunks([str(i) for i in range(len(contents))], ["p.md"] * len(contents), [None] * len(contents),
                         list(contents), [None] * len(contents))
     c = compare_pages(book, BookMap([], {"p.md": list(range(len(contents)))}), chunks)[0]
-    judged, stale, coverage, shingles, unfound = _figures(body, list(contents))
+    judged, stale, coverage, chunk_words, unfound = _figures(body, list(contents))
     assert (c.judged, c.stale) == (judged, stale) == (len(contents), 0)
-    assert (c.chunk_shingles, c.unfound) == (shingles, unfound) and unfound == 0
+    assert (c.chunk_words, c.unfound_words) == (chunk_words, unfound) and unfound == 0
     assert c.coverage == pytest.approx(coverage, abs=1e-12)
     assert coverage < 1.0 if cut in ("first", "second") else True  # the shingles across a seam are not covered
 

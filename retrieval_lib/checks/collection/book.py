@@ -9,7 +9,7 @@ findings, each a table with a gate (:mod:`retrieval_lib.checks.gates`, ``book.*`
 - ``book.gone``: sources whose page no longer exists (renamed or deleted), with their chunks, the golden queries
   that expect them and the golden or drafted queries whose top-k still holds one of their chunks;
 - ``book.changed``: pages whose chunks' text is no longer in the page: more than ``changed_max_share`` of their
-  chunks, or more than :data:`~retrieval_lib.book.CHANGED_MAX_UNFOUND` of their chunks' shingles;
+  chunks, or more than :data:`~retrieval_lib.book.CHANGED_MAX_UNFOUND` of their chunks' words;
 - ``book.thin``: pages whose chunks cover less than ``thin_min_coverage`` of their shingles;
 - ``book.near_duplicates``: pairs of chunks with cosine >= ``near_duplicate_cosine`` from different pages, or from
   one page at least two chunks apart, and the share of top-k places they take.

@@ -218,7 +218,7 @@ def test_a_page_partly_rewritten_under_big_chunks_is_changed(tmp_path):
     from retrieval_lib.book import CHANGED_MAX_UNFOUND
     from retrieval_lib.checks.gates import BOOK_CHANGED
 
-    assert f"nor more than {CHANGED_MAX_UNFOUND:.0%} of its chunks' 4-word shingles" in BOOK_CHANGED.meaning
+    assert f"nor more than {CHANGED_MAX_UNFOUND:.0%} of its chunks' words not found" in BOOK_CHANGED.meaning
     assert f"or more than {CHANGED_MAX_UNFOUND:.0%} of their chunks' text" in gate.detail
 
 
