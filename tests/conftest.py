@@ -114,13 +114,24 @@ def payload_for():
 
 
 @pytest.fixture(scope="session")
-def fill():
-    """``fill(store, collection, embedder, docs=DOCS)``: create, embed and upsert."""
-    return fill_collection
+def fill(embedder):
+    """``fill(store, collection, embedder, docs=DOCS)``: create, embed and upsert. Some forty modules fill a store
+    with the same docs and the session's MiniLM: its vectors are computed once a worker (:class:`_Seeded`); any other
+    embedder (a fake that counts its calls, a provider) embeds every time."""
+    once = _Seeded(embedder, {})
+
+    def fill_(store: Any, collection: str, with_embedder: Any, docs: Any = DOCS,
+              model_version: str | None = None) -> None:
+        fill_collection(store, collection, once if with_embedder is embedder else with_embedder, docs,
+                        model_version)
+
+    return fill_
 
 
 class _Seeded:
-    """``embedder``, except that a document whose exact text ``known`` holds takes its vector from there."""
+    """``embedder``, except that a document whose exact text ``known`` holds takes its vector from there; a text it
+    embeds is kept there, so a worker embeds it once (the same text, the same vector: nothing a test compares
+    depends on a vector's last digits)."""
 
     def __init__(self, embedder: Any, known: dict[str, list[float]]) -> None:
         self._embedder, self._known = embedder, known
@@ -131,6 +142,7 @@ class _Seeded:
     def embed_documents(self, texts: list[str]) -> list[list[float]]:
         missing = list(dict.fromkeys(t for t in texts if t not in self._known))
         fresh = dict(zip(missing, self._embedder.embed_documents(missing))) if missing else {}
+        self._known.update(fresh)
         return [self._known[t] if t in self._known else fresh[t] for t in texts]
 
 
@@ -168,6 +180,44 @@ def _vectors_make_sample_stored(model: str) -> dict[str, list[float]]:
             return {}
         finally:
             store.close()
+
+
+class _Shared:
+    """``embedder``, whose document vectors are kept in ``folder``, one file a batch of texts: a batch one xdist
+    worker embedded, another reads (float32 stored as computed: the same vectors)."""
+
+    def __init__(self, embedder: Any, folder: Any) -> None:
+        self._embedder, self._folder = embedder, folder
+        folder.mkdir(parents=True, exist_ok=True)
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._embedder, name)
+
+    def embed_documents(self, texts: list[str]) -> list[list[float]]:
+        import hashlib
+
+        import numpy as np
+        from filelock import FileLock
+
+        key = hashlib.sha256("\x00".join([self._embedder.model, *texts]).encode("utf-8")).hexdigest()[:24]
+        path = self._folder / f"{key}.npy"
+        with FileLock(f"{path}.lock", timeout=600):
+            if path.is_file():
+                return np.load(path).tolist()
+            vectors = self._embedder.embed_documents(texts)
+            part = self._folder / f"{key}.part.npy"
+            np.save(part, np.asarray(vectors, dtype=np.float32))
+            os.replace(part, path)
+            return vectors
+
+
+@pytest.fixture(scope="session")
+def shared_embedder(embedder, tmp_path_factory):
+    """The real MiniLM embedder, each batch of documents embedded once by all the workers of a run
+    (:class:`_Shared`): for a collection that several modules build (team #9's)."""
+    base = tmp_path_factory.getbasetemp()
+    # xdist workers' temporary folders are siblings in one folder of this run; without xdist the run is one process
+    return _Shared(embedder, (base.parent if os.environ.get("PYTEST_XDIST_WORKER") else base) / "shared-vectors")
 
 
 @pytest.fixture(scope="session")

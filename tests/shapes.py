@@ -143,15 +143,16 @@ def team9_book(root: Any, embedder: Any, collection: str = "team9") -> Any:
     client = QdrantClient(path=str(root / "store"))
     client.create_collection(collection, vectors_config=models.VectorParams(size=embedder.dimension,
                                                                             distance=models.Distance.COSINE))
-    points = []
+    pieces: list[tuple[str, int, str]] = []
     for path in sorted(docs.rglob("*.md")):
         rel = path.relative_to(docs).as_posix()
         words = path.read_text(encoding="utf-8").split()
-        pieces = [" ".join(words[i:i + 250]) for i in range(0, len(words), 250)]
-        for i, (piece, vector) in enumerate(zip(pieces, embedder.embed_documents(pieces))):
-            points.append(models.PointStruct(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{rel}#{i}")), vector=vector,
-                                             payload={"text": piece, "path": rel, "chapter": rel.split("/")[0],
-                                                      "section": f"part {i}", "source": "docs"}))
-    client.upsert(collection, points)
+        pieces += [(rel, n, " ".join(words[i:i + 250])) for n, i in enumerate(range(0, len(words), 250))]
+    vectors = embedder.embed_documents([piece for _, _, piece in pieces])
+    client.upsert(collection, [
+        models.PointStruct(id=str(uuid.uuid5(uuid.NAMESPACE_URL, f"{rel}#{i}")), vector=vector,
+                           payload={"text": piece, "path": rel, "chapter": rel.split("/")[0], "section": f"part {i}",
+                                    "source": "docs"})
+        for (rel, i, piece), vector in zip(pieces, vectors)])
     client.close()
     return docs

@@ -20,7 +20,9 @@ from fakes.proxies import direct_env
 from retrieval_lib import VectorStore
 from retrieval_lib.models import PAYLOAD_FIELDS
 
-pytestmark = pytest.mark.timeout(180)
+#: One worker runs this module (make test: --dist loadgroup): its module fixture starts every CLI run at once, and
+#: each worker that ran one of its tests would start them all again.
+pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("test_cli")]
 
 COLLECTION = "book_cli"
 SECRET = "s3cr3t-CLI-4411"

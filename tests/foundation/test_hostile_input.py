@@ -43,6 +43,10 @@ from retrieval_lib.models import SearchResponse
 from retrieval_lib.search import MAX_TOP_K, SCORE_TOLERANCE, Retriever
 from retrieval_lib.stores.qdrant import VectorStore
 
+#: One worker runs this module (make test: --dist loadgroup): its module fixtures embed two stores and start every
+#: CLI run at once, which each worker that ran one of its tests would do again.
+pytestmark = pytest.mark.xdist_group("test_hostile_input")
+
 COLLECTION = "hostile"
 LIMIT = 1000  # QUERY_MAX_CHARS default
 FAKE_KEY = "co-FAKE-KEY-hostile-81c4"

@@ -45,7 +45,9 @@ COMMANDS = [
     ("search", ["search", "What is ROS 2?", "--json"]),
     ("probe", ["probe", "--json"]),
     ("reach", ["reach", "--json"]),
-    ("ann", ["ann", "--json"]),
+    # 20 sampled queries, 5 a slice (the profile's 200 and 50): the fake's local mode answers every one by a full
+    # scan, which the check names whatever the count, and each query is two full scans on one shared core
+    ("ann", ["ann", "--json", "--ann-queries", "20", "--ann-slice-queries", "5"]),
     ("chunks", ["chunks", "--json"]),
     ("stats", ["stats", "--json"]),
     ("draft", ["draft", "--json", "--out"]),

@@ -28,11 +28,11 @@ GATES = dict(changed_max_share=0.2, thin_min_coverage=0.6, max_missing_pages=0, 
 
 
 @pytest.fixture(scope="module")
-def team9(tmp_path_factory, embedder):
+def team9(tmp_path_factory, embedder, shared_embedder):
     """Team #9's shape (uuid5 ids; ``text``, ``path``, ``chapter``, ``section``, ``source`` = "docs"), then the book
     as it is now (one page deleted) and a golden set in the site's routes."""
     root = tmp_path_factory.mktemp("team9-book")
-    docs = team9_book(root, embedder)
+    docs = team9_book(root, shared_embedder)
     (docs / DELETED).unlink()
     golden = root / "golden.yaml"
     golden.write_text(yaml.safe_dump({

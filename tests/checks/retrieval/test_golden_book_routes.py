@@ -29,6 +29,9 @@ from retrieval_lib.retrievers import Answer, Hit
 from retrieval_lib.search import Retriever
 from retrieval_lib.workbook.report import NotebookReport
 
+#: One worker builds this module's fixtures (make test: --dist loadgroup); two would build them twice.
+pytestmark = pytest.mark.xdist_group("test_golden_book_routes")
+
 IK_FILE = "module-01-ros2/08-kinematics-and-inverse-kinematics.md"
 IK_ROUTE = "/docs/module-01-ros2/kinematics-and-inverse-kinematics"
 GAZEBO_FILE = "module-02-simulation/02-gazebo-basics.md"
@@ -41,8 +44,8 @@ def _team9(root: Path, embedder) -> tuple[Path, VectorStore]:
 
 
 @pytest.fixture(scope="module")
-def team9(tmp_path_factory, embedder):
-    docs, store = _team9(tmp_path_factory.mktemp("team9"), embedder)
+def team9(tmp_path_factory, embedder, shared_embedder):
+    docs, store = _team9(tmp_path_factory.mktemp("team9"), shared_embedder)
     view = CollectionView(store)
     yield docs, view, Retriever(view, embedder, "team9")
     store.close()
