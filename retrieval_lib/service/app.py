@@ -11,6 +11,7 @@ library objects the notebooks use (:class:`~retrieval_lib.search.Retriever`,
 from __future__ import annotations
 
 import logging
+import threading
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
@@ -27,7 +28,7 @@ from retrieval_lib.service.guard import RequestGuard
 from retrieval_lib.service.handlers import install_handlers, without_422
 from retrieval_lib.service.querylog import QueryLog
 from retrieval_lib.service.routes import router
-from retrieval_lib.stores.metadata import MetadataDB, metadata_source
+from retrieval_lib.stores.metadata import MetadataDB, judge_metadata, metadata_source, metadata_where
 
 __all__ = ["ServiceOptions", "ServiceState", "create_app", "open_retriever"]
 
@@ -88,6 +89,9 @@ class ServiceState:
         self.metadata = metadata
         #: why no rows are read where a database is configured but holds no table this service reads ("" otherwise)
         self.metadata_reason = ""
+        #: the database was down at start-up: what it holds is judged when it is reached (:meth:`read_metadata`)
+        self._metadata_unjudged = False
+        self._metadata_lock = threading.Lock()  # requests in several threads: the database is judged once
         self._owned = (owns_retriever, owns_metadata)
         # An in-process model is up once loaded; a remote one is known only after a call.
         self.embedder_ok: bool | None = True if retriever.embedder.provider == "local" else None
@@ -100,6 +104,7 @@ class ServiceState:
         # the database is only read: its schema is our ingest's to create (stores.metadata.metadata_source)
         if self.metadata is not None and not (probe := self.metadata.probe())["reachable"]:
             problems.append(str(probe["error"]))
+            self._metadata_unjudged = True
         try:
             self.retriever.check_compatibility()
             if self.options.warm_up and self.retriever.embedder.provider == "local":
@@ -113,6 +118,29 @@ class ServiceState:
             self.batcher = SearchBatcher(self.retriever, max_batch=self.options.batch_max,
                                          max_wait_ms=self.options.batch_wait_ms, max_queue=self.options.batch_queue)
         return problems
+
+    def read_metadata(self) -> MetadataDB | None:
+        """The database whose rows the answers join, or None (they come from the payload).
+
+        A database down at start-up was kept without knowing what it holds; once reached, it is judged as at
+        start-up (:func:`~retrieval_lib.stores.metadata.judge_metadata`): one without a table this service reads
+        is dropped, and ``/health`` says why (never a 503 for a table the team never had). While it is down, it
+        is returned as it is, and reading it is the 503 it should be.
+        """
+        with self._metadata_lock:
+            return self._judged_metadata()
+
+    def _judged_metadata(self) -> MetadataDB | None:
+        if self.metadata is not None and self._metadata_unjudged:
+            source = judge_metadata(self.metadata, _owned(self.retriever), metadata_where(self.settings))
+            if source.error is None:
+                self._metadata_unjudged = False
+                if not source.readable:
+                    log.warning("no metadata rows read, results come from the vector payload: %s", source.reason)
+                    if self._owned[1]:
+                        self.metadata.close()
+                    self.metadata, self.metadata_reason = None, source.reason
+        return self.metadata
 
     def close(self) -> None:
         """Close what the app opened itself (a retriever or database handed in stays open)."""

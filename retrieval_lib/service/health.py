@@ -67,13 +67,14 @@ def probe_store(state: ServiceState) -> dict[str, Any]:
 
 def probe_database(state: ServiceState) -> dict[str, Any]:
     """The database's probe with its kind and no location; :data:`NO_DATABASE` when there is none."""
-    if state.metadata is None:
+    metadata = state.read_metadata()
+    if metadata is None:
         reason = getattr(state, "metadata_reason", "")
         # a team's database without a table this service reads is configured, and not down: it is not read
         return {**NO_DATABASE, "detail": f"not read: {redact(reason, state)}"} if reason else NO_DATABASE
-    facts = dict(state.metadata.probe())
+    facts = dict(metadata.probe())
     facts.pop("location", None)
-    facts["kind"] = facts.pop("backend", state.metadata.backend)
+    facts["kind"] = facts.pop("backend", metadata.backend)
     if "error" in facts:
         facts["error"] = redact(str(facts["error"]), state)
     return facts

@@ -92,7 +92,8 @@ def run_search(state: ServiceState, body: SearchRequest) -> dict[str, Any]:
         state.embedder_ok = False
         raise
     state.embedder_ok, state.embed_ms = True, response.embed_ms
-    rows = state.metadata.rows_for([r.chunk_id for r in response.results if r.chunk_id]) if state.metadata else None
+    metadata = state.read_metadata()
+    rows = metadata.rows_for([r.chunk_id for r in response.results if r.chunk_id]) if metadata else None
     items, warnings = join_results(response.results, rows)
     return {
         "query": response.query_text,

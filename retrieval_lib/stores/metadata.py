@@ -42,7 +42,7 @@ if TYPE_CHECKING:  # SQLAlchemy is imported where a database is opened: most com
 
 __all__ = ["ROW_FIELDS", "TableMapping", "CHUNKS", "SEED003_DOCUMENTS", "TABLES", "MetadataDB", "SyncSummary",
            "row_from_payload", "slug_of", "SQLITE_NAME", "sync_from_settings", "metadata_configured",
-           "MetadataSource", "metadata_source", "NO_METADATA_DATABASE"]
+           "MetadataSource", "metadata_source", "judge_metadata", "metadata_where", "NO_METADATA_DATABASE"]
 
 #: The columns of table ``chunks`` after ``chunk_id`` (issue 10, FR-004).
 ROW_FIELDS: tuple[str, ...] = (
@@ -425,11 +425,23 @@ def metadata_source(settings: Settings, owned: bool | None, mapping: TableMappin
     """
     if not metadata_configured(settings, owned):
         return MetadataSource(False, False, NO_METADATA_DATABASE)
-    where = "the database at DATABASE_URL" if settings.database_url else f"the embedded store's {SQLITE_NAME}"
+    with MetadataDB.from_settings(settings, create=False, mapping=mapping) as db:
+        return judge_metadata(db, owned, metadata_where(settings))
+
+
+def metadata_where(settings: Settings) -> str:
+    """How a reason names the metadata database: never its URL, which may hold a password."""
+    return "the database at DATABASE_URL" if settings.database_url else f"the embedded store's {SQLITE_NAME}"
+
+
+def judge_metadata(db: MetadataDB, owned: bool | None, where: str) -> MetadataSource:
+    """:func:`metadata_source` of a database already open (``db``, read through its own mapping; ``where`` names it
+    in a reason): its table list and the table's columns, read now. The service judges its database this way when
+    the database was down at start-up and is reached again."""
+    mapping = db.mapping
     try:
-        with MetadataDB.from_settings(settings, create=False, mapping=mapping) as db:
-            tables = tuple(db.tables())
-            columns = set(db.columns(mapping.table)) if mapping.table in tables else set()
+        tables = tuple(db.tables())
+        columns = set(db.columns(mapping.table)) if mapping.table in tables else set()
     except DatabaseUnavailableError as err:
         return MetadataSource(True, False, err.message, error=err)
     ours = mapping == CHUNKS

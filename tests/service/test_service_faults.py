@@ -20,6 +20,7 @@ from hypothesis import settings as hsettings
 from hypothesis import strategies as st
 from remote_checks import record_sent, uniform
 from service_fixtures import (  # noqa: F401
+    SERVICE_DOCS,
     BagOfWordsEmbedder,
     client_for,
     postgres,
@@ -173,6 +174,49 @@ def test_postgresql_stopped_is_503_and_the_service_recovers_without_a_restart(po
         after = s.client.post("/search", json={"query": QUERY})
         assert after.status_code == 200 and after.json()["results"] == before["results"]
         assert s.client.get("/health").status_code == 200
+    db.close()
+
+
+@pytest.mark.parametrize("holds", ["a team's own table", "our chunks table"])
+def test_a_database_down_at_start_is_judged_when_it_comes_back(holds, postgres):  # noqa: F811
+    """Down at start-up, the database is kept, unjudged; once reached, what it holds decides: a team's own table
+    is not read (the answers come from the payload, /health says why; never a 503 for a table it never had), and
+    our ``chunks`` table is joined as ever. Nothing is created in it either way."""
+    from retrieval_lib.collection.ours import point_id_for
+
+    # the points' ids are our ingest's (its collection: our chunks table is read for it, not for a team's)
+    retriever = small_retriever(docs=[{**d, "id": point_id_for(d["source_file"], d.get("chunk_sequence", 0))}
+                                      for d in SERVICE_DOCS])
+    url = postgres.fresh_database()
+    db = MetadataDB.open(url, timeout=2, create=False)
+    postgres.stop()
+    try:
+        with client_for(retriever, db, env={"DATABASE_URL": url}) as s:
+            assert _error(s.client.post("/search", json={"query": QUERY}), 503)["type"] == "DatabaseUnavailableError"
+            assert s.client.get("/health").json()["dependencies"]["database"]["reachable"] is False
+            postgres.start()
+            engine = sa.create_engine(url)
+            if holds == "our chunks table":
+                with MetadataDB.open(url) as ours:
+                    ours.sync_collection(retriever.store, retriever.collection)
+            else:
+                with engine.begin() as conn:
+                    conn.execute(sa.text("CREATE TABLE embeddings_metadata (id TEXT PRIMARY KEY, file_path TEXT)"))
+            tables = sorted(sa.inspect(engine).get_table_names())
+            back = s.client.post("/search", json={"query": QUERY})
+            assert back.status_code == 200, back.text
+            body = back.json()
+            assert body["results"] and body["warnings"] == []  # rows joined, or the payload's: no gap either way
+            database = s.client.get("/health").json()["dependencies"]["database"]
+            if holds == "our chunks table":
+                assert database["reachable"] is True
+            else:
+                assert database["reachable"] is None and "no `chunks` table" in database["detail"]
+                assert "embeddings_metadata" in database["detail"] and url not in database["detail"]
+            assert sorted(sa.inspect(engine).get_table_names()) == tables  # nothing created
+            engine.dispose()
+    finally:
+        postgres.start()
     db.close()
 
 
