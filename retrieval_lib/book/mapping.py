@@ -19,7 +19,6 @@ collection: :func:`read_chunks` reads it once, through :class:`~retrieval_lib.co
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
@@ -335,12 +334,6 @@ def _map_sources(book: Book, chunks: BookChunks, base_url: str | None, route_bas
     sources.sort(key=lambda s: (-s.chunks, s.source))
     chunk_page = list(map(page_of.get, labels))
     return BookMap(sources, page_chunks, "/" + base if base else "", origin, problem, no_source, chunk_page)
-
-
-def chunk_texts(chunks: BookChunks, indexes: Sequence[int]) -> list[str]:
-    """The contents of chunks ``indexes`` in their page's order (``chunk_sequence``, then read order)."""
-    ordered = sorted(indexes, key=lambda i: (chunks.sequence[i] if chunks.sequence[i] is not None else 1 << 62, i))
-    return [chunks.content[i] or "" for i in ordered]
 
 
 @dataclass(frozen=True)
