@@ -269,6 +269,18 @@ def run(ctx: NotebookRun, *, book_docs: str, book_sitemap: str, book_base_url: s
                       max_near_duplicate_share=max_near_duplicate_share, near_duplicate_cosine=near_duplicate_cosine)
 
 
+def _by_route_alone(book: Any, lists: dict[str, list[dict[str, Any]]]) -> str:
+    """What the missing and gone gates' details add where a sitemap's routes left both a page without a chunk and a
+    source without a page: they may be one page under two names (its route set by a ``slug``, the collection naming
+    it by its file); "" otherwise."""
+    if book is None or book.has_text or not lists.get("gone") or not any(
+            r["stock"] is None for r in lists.get("missing", [])):
+        return ""
+    return ("; a sitemap matches pages by route alone: a page whose route its front matter sets (`slug`) and that the "
+            "collection names by its file shows as never ingested, and its source as gone (a URL the site does not "
+            "serve); give book_docs to match them by file")
+
+
 @dataclass
 class BookResult:
     """Notebook 16's result: the study and the bars."""
@@ -314,15 +326,18 @@ class BookResult:
                 report.finding(f"{len(unserved)} source URLs name their page by its file, at a route the site does "
                                "not serve (a chatbot citing them links to nothing): " + _named(
                                    f"{m.url or m.source} ({m.hint})" for m in unserved))
+        caveat = _by_route_alone(s.book, rows)
         for name in LISTS:
             if name in s.problems:
                 _GATE[name].not_applicable(report, s.problems[name])
+            elif name in ("missing", "gone"):
+                getattr(self, f"_{name}")(report, rows[name], caveat)
             else:
                 getattr(self, f"_{name}")(report, rows[name])
         for name, frame in self.tables().items():
             report.table(frame, f"book_{name}")
 
-    def _missing(self, report: NotebookReport, rows: list[dict[str, Any]]) -> None:
+    def _missing(self, report: NotebookReport, rows: list[dict[str, Any]], caveat: str) -> None:
         own = [r for r in rows if r["stock"] is None]
         book = self.study.book
         pages = len(book.pages) if book else 0
@@ -332,7 +347,7 @@ class BookResult:
                  "a sitemap gives no text, so stock pages and stubs cannot be told apart (give book_docs for that)")
         BOOK_MISSING.record(report, len(own) <= self.max_missing_pages, value=len(own),
                             threshold=self.max_missing_pages, rule="<=", unit="pages",
-                            detail=f"{len(own)} of {pages} pages have no chunk{top}; {apart}",
+                            detail=f"{len(own)} of {pages} pages have no chunk{top}; {apart}{caveat}",
                             hint="the ingest skipped them: check its glob (.mdx?), the folders it walks and its "
                                  "parse errors")
         if own:
@@ -340,7 +355,7 @@ class BookResult:
                 f"{r['page']} ({'text unknown' if r['words'] is None else str(r['words']) + ' words'})"
                 for r in own))
 
-    def _gone(self, report: NotebookReport, rows: list[dict[str, Any]]) -> None:
+    def _gone(self, report: NotebookReport, rows: list[dict[str, Any]], caveat: str) -> None:
         chunks_gone = sum(r["chunks"] for r in rows)
         report.metric("sources_gone", len(rows), "sources")
         r = self.study.retrieved
@@ -357,7 +372,8 @@ class BookResult:
                                                                                     if r.failed else ""))
         BOOK_GONE.record(report, len(rows) <= self.max_gone_sources, value=len(rows),
                          threshold=self.max_gone_sources, rule="<=", unit="sources",
-                         detail=f"{len(rows)} sources ({chunks_gone} chunks) name no page of the book{asked}",
+                         detail=f"{len(rows)} sources ({chunks_gone} chunks) name no page of the book{asked}"
+                                f"{caveat}",
                          hint="re-ingest, deleting the old pages' chunks: the pages were renamed or deleted, their "
                               "chunks still answer",
                          # the questions asked carry their origins (drafted, reviewed) into the gate's data column

@@ -455,6 +455,29 @@ def test_a_sitemap_names_the_missing_and_gone_pages_and_says_it_cannot_judge_tex
     assert set(result.tables()) == {*check.LISTS, "mapping"}
 
 
+def test_a_sitemap_says_a_slug_page_named_by_its_file_may_be_one_page_under_two_names(foreign, tmp_path):
+    """A team that names its pages by file (``.../docs/introduction/01-what-is-physical-ai``) where the front matter
+    sets the route (``slug: /intro``): from a sitemap, the page has no chunk and the source no page. Both are listed
+    (the URL is one the site does not serve), and both gates say they may be one page, and how to tell; from the docs
+    folder the file matches, and nothing is said."""
+    store, root = foreign
+    docs = _copy(root / "sound-for-sitemap")
+    s = check.study(CollectionView(store), "theirs", sitemap=str(_sitemap(docs, tmp_path / "sitemap.xml")))
+    report = NotebookReport("16_book", "book")
+    result = check.BookResult(s, **GATES, near_duplicate_cosine=0.98)
+    result.record(report, show=False)
+    gates, lists = {g.id: g for g in report.gates}, result.lists
+    assert "/docs/intro" in [r["page"] for r in lists["missing"]]
+    assert any(r["source"].endswith("/docs/introduction/01-what-is-physical-ai") for r in lists["gone"])
+    for gate in ("book.missing", "book.gone"):
+        assert gates[gate].passed is False and "by route alone" in gates[gate].detail
+        assert "(`slug`)" in gates[gate].detail and "give book_docs" in gates[gate].detail
+    by_docs = check.study(CollectionView(store), "theirs", docs=str(docs))
+    report = NotebookReport("16_book", "book")
+    check.BookResult(by_docs, **GATES, near_duplicate_cosine=0.98).record(report, show=False)
+    assert not [g for g in report.gates if "by route alone" in g.detail]
+
+
 def test_docs_or_sitemap_on_the_command_line_names_the_book_and_drops_the_profiles_other_one(tmp_path):
     from argparse import Namespace
 
