@@ -213,8 +213,10 @@ def _render_html(executed: Path, target: Path, parameters: dict[str, Any]) -> No
         first_code = next((i for i, c in enumerate(nb.cells) if c.cell_type == "code"), len(nb.cells))
         nb.cells.insert(first_code, table)
     body, _ = _exporter().from_notebook_node(nb)
+    # a long cell (a URL, a chunk's text) wraps anywhere; a column's name and a row's number stay whole
     style = ("<style>.jp-RenderedHTMLCommon td,.jp-RenderedHTMLCommon th{text-align:left!important;"
-             "white-space:normal;overflow-wrap:anywhere}</style>")
+             "white-space:normal;overflow-wrap:anywhere}.jp-RenderedHTMLCommon th{overflow-wrap:normal}"
+             ".jp-RenderedHTMLCommon tbody th{white-space:nowrap}</style>")
     body = _MISSING_CELL.sub("<td>—</td>", body.replace("</head>", style + "</head>", 1))
     body = body.replace("<td>True</td>", "<td>yes</td>").replace("<td>False</td>", "<td>no</td>")
     target.write_text(body, encoding="utf-8")
