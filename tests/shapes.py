@@ -156,3 +156,18 @@ def team9_book(root: Any, embedder: Any, collection: str = "team9") -> Any:
         for (rel, i, piece), vector in zip(pieces, vectors)])
     client.close()
     return docs
+
+
+def compare_chunked(docs: Any, chunks_of: dict[str, list[str]]) -> dict[str, Any]:
+    """Each page of the docs folder ``docs`` against its chunks as a team's chunker cut them (``chunks_of``: page
+    path -> chunk texts, laid out page after page): :func:`retrieval_lib.book.compare_pages`' comparisons by page."""
+    from retrieval_lib.book import BookChunks, BookMap, compare_pages, read_docs
+
+    contents: list[str | None] = []
+    page_chunks = {}
+    for rel, cs in chunks_of.items():
+        page_chunks[rel] = list(range(len(contents), len(contents) + len(cs)))
+        contents += cs
+    n = len(contents)
+    chunks = BookChunks([str(i) for i in range(n)], [None] * n, [None] * n, contents, [None] * n)
+    return {c.page: c for c in compare_pages(read_docs(docs), BookMap([], page_chunks), chunks)}

@@ -17,16 +17,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from shapes import compare_chunked
 
 from retrieval_lib.book import (
     CHANGED_MAX_UNFOUND,
     SAMPLE_DOCS,
-    BookChunks,
-    BookMap,
     PageComparison,
     changed_pages,
-    compare_pages,
-    read_docs,
     thin_pages,
 )
 
@@ -93,14 +90,7 @@ def book(tmp_path_factory) -> tuple[dict[str, str], Path, Path, dict[str, float]
 
 
 def _compare(docs: Path, chunks_of: dict[str, list[str]]) -> dict[str, PageComparison]:
-    contents: list[str | None] = []
-    page_chunks = {}
-    for rel, cs in chunks_of.items():
-        page_chunks[rel] = list(range(len(contents), len(contents) + len(cs)))
-        contents += cs
-    n = len(contents)
-    chunks = BookChunks([str(i) for i in range(n)], [None] * n, [None] * n, contents, [None] * n)
-    return {c.page: c for c in compare_pages(read_docs(docs), BookMap([], page_chunks), chunks)}
+    return compare_chunked(docs, chunks_of)
 
 
 @pytest.mark.parametrize("chunker", CHUNKERS)

@@ -19,6 +19,7 @@ import random
 
 import numpy as np
 import pytest
+from shapes import compare_chunked
 
 from retrieval_lib.book import FOUND_SHARE, BookChunks, BookMap, Page, compare_pages, findings
 from retrieval_lib.book.pages import Book
@@ -302,20 +303,10 @@ def test_clean_all_strips_front_matter_only_when_asked():
 
 
 def _compare_files(tmp_path, files: dict[str, str], chunks_of: dict[str, list[str]]):
-    from retrieval_lib.book import read_docs
-
     for rel, text in files.items():
         (tmp_path / rel).parent.mkdir(parents=True, exist_ok=True)
         (tmp_path / rel).write_text(text, encoding="utf-8")
-    book = read_docs(tmp_path)
-    contents: list[str | None] = []
-    page_chunks = {}
-    for rel, cs in chunks_of.items():
-        page_chunks[rel] = list(range(len(contents), len(contents) + len(cs)))
-        contents += cs
-    n = len(contents)
-    chunks = BookChunks([str(i) for i in range(n)], [None] * n, [None] * n, contents, [None] * n)
-    return {c.page: c for c in compare_pages(book, BookMap([], page_chunks), chunks)}
+    return compare_chunked(tmp_path, chunks_of)
 
 
 def test_a_chunk_that_holds_its_pages_front_matter_is_not_stale(tmp_path):
