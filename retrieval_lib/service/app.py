@@ -127,6 +127,8 @@ class ServiceState:
         is dropped, and ``/health`` says why (never a 503 for a table the team never had). While it is down, it
         is returned as it is, and reading it is the 503 it should be.
         """
+        if not self._metadata_unjudged:  # the common case, on every search: no lock
+            return self.metadata
         with self._metadata_lock:
             return self._judged_metadata()
 
