@@ -305,14 +305,13 @@ def read_variables() -> dict[str, str]:
 SECRET_VARIABLES = (*(v for p in PROVIDER_DEFAULTS.values() for v in p.key_variables), "QDRANT_API_KEY")
 
 
-def secret_values(env: Mapping[str, str] | None = None, *,
-                  dotenv_path: str | os.PathLike[str] | None = None) -> set[str]:
+def secret_values(env: Mapping[str, str] | None = None) -> set[str]:
     """The secret values :func:`load_settings` would see (environment and ``.env``), for leak checks.
 
     Read from the same sources as :func:`load_settings`, without validating the
     rest, so a check for leaked keys works even where the settings are invalid.
     """
-    merged = _merged(env, dotenv_path)
+    merged = _merged(env, None)
     return {v.strip() for name in SECRET_VARIABLES if (v := merged.get(name)) and v.strip()}
 
 

@@ -30,7 +30,8 @@ from fakes.embedders import FakeEmbedder
 from fastapi.testclient import TestClient
 
 from retrieval_lib import Retriever, VectorStore, load_settings
-from retrieval_lib.service import MetadataDB, ServiceOptions, create_app
+from retrieval_lib.service import ServiceOptions, create_app
+from retrieval_lib.stores import MetadataDB
 
 COLLECTION = "book"
 

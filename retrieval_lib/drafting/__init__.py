@@ -12,6 +12,5 @@
 
 from retrieval_lib.drafting.draft import DEFAULT_PER_FILE, Draft, draft_collection
 from retrieval_lib.drafting.files import write_draft
-from retrieval_lib.drafting.language import detect_language
 
-__all__ = ["Draft", "draft_collection", "write_draft", "detect_language", "DEFAULT_PER_FILE"]
+__all__ = ["Draft", "draft_collection", "write_draft", "DEFAULT_PER_FILE"]

@@ -8,18 +8,9 @@
   each query once, and the usage figures a report shows.
 """
 
-from retrieval_lib.embedding.base import (
-    PROVIDERS,
-    ProviderInfo,
-    embed_as,
-    input_types_of,
-    provider_info,
-    request_size,
-)
-from retrieval_lib.embedding.cache import MAX_BATCH, CachedEmbedder, EmbedUsage, QueryCache, embedding_totals
+from retrieval_lib.embedding.base import input_types_of, request_size
+from retrieval_lib.embedding.cache import MAX_BATCH, CachedEmbedder, EmbedUsage, QueryCache
 from retrieval_lib.embedding.providers import (
-    COHERE_DIMENSIONS,
-    COHERE_MAX_BATCH,
     CohereEmbedder,
     E5Embedder,
     Embedder,
@@ -31,7 +22,6 @@ from retrieval_lib.embedding.providers import (
     make_embedder,
 )
 
-__all__ = ["Embedder", "LocalEmbedder", "CohereEmbedder", "make_embedder", "COHERE_DIMENSIONS", "COHERE_MAX_BATCH",
-           "MAX_BATCH", "CachedEmbedder", "QueryCache", "EmbedUsage", "embedding_totals",
-           "SentenceTransformerEmbedder", "OpenAIEmbedder", "GeminiEmbedder", "E5Embedder", "PROVIDERS", "ProviderInfo",
-           "provider_info", "batch_limit", "input_types_of", "embed_as", "request_size"]
+__all__ = ["Embedder", "LocalEmbedder", "CohereEmbedder", "make_embedder", "MAX_BATCH", "CachedEmbedder", "QueryCache",
+           "EmbedUsage", "SentenceTransformerEmbedder", "OpenAIEmbedder", "GeminiEmbedder", "E5Embedder", "batch_limit",
+           "input_types_of", "request_size"]

@@ -302,8 +302,7 @@ class RemoteEmbedder:
 
     def __init__(self, model: str, *, max_batch: int, max_tokens: int, base_url: str | None = None,
                  timeout: float = 30.0, max_retries: int = 4, retry_budget: float = 60.0, backoff: float = 0.5,
-                 sleep: Callable[[float], None] = time.sleep, batch_size: int | None = None,
-                 notice: Callable[[str], None] = _to_stderr) -> None:
+                 sleep: Callable[[float], None] = time.sleep, batch_size: int | None = None) -> None:
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
                                        or batch_size < 1):
             raise ValueError(f"batch_size must be a whole number >= 1 (got {batch_size!r})")
@@ -318,7 +317,6 @@ class RemoteEmbedder:
         self.batch_size = self.max_batch
         self.max_tokens = max_tokens
         self._sleep = sleep
-        self._notice = notice
         self._halved = False
         self.calls = 0  # HTTP attempts made (retries included), for tests and reports
         self.texts = 0  # texts sent in those attempts
@@ -501,10 +499,10 @@ class RemoteEmbedder:
             self.batch_size = min(self.batch_size, half)
             first, self._halved = not self._halved, True
         if first:
-            self._notice(f"warning: {self.label} at {self.endpoint} gave {detail} for {self._sent(texts)}; sending "
-                         f"at most {self.batch_size} per request from now on, halving again on a timeout (down to one "
-                         f"text). Set EMBEDDING_BATCH_SIZE={self.batch_size} to start there, or raise "
-                         f"EMBEDDING_TIMEOUT (now {self.timeout:g} s)")
+            _to_stderr(f"warning: {self.label} at {self.endpoint} gave {detail} for {self._sent(texts)}; sending at "
+                       f"most {self.batch_size} per request from now on, halving again on a timeout (down to one "
+                       f"text). Set EMBEDDING_BATCH_SIZE={self.batch_size} to start there, or raise "
+                       f"EMBEDDING_TIMEOUT (now {self.timeout:g} s)")
         else:
             log.info("%s: %s for %d texts; now at most %d per request", self.provider, detail, len(texts),
                      self.batch_size)

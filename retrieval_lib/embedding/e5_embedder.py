@@ -79,7 +79,6 @@ class E5Embedder:
         self.native_dimension = E5_DIMENSION
         self.max_tokens = PROVIDERS["e5"].window
         self.batch_size = int(batch_size)
-        self.normalised = True
         self._variant = E5_MODELS[model]
         self.calls = self.texts = 0
 

@@ -66,8 +66,6 @@ class GeminiEmbedder(RemoteEmbedder):
         short = model.removeprefix("models/")
         super().__init__(short, max_batch=GEMINI_MAX_BATCH, max_tokens=PROVIDERS["gemini"].window, **options)
         self._reduce_to(dimensions, GEMINI_DIMENSIONS, GEMINI_REDUCIBLE)
-        #: False when Google returns the vectors unnormalised (a reduced gemini-embedding-001)
-        self.normalised = not (dimensions and short == "gemini-embedding-001" and dimensions < 3072)
         http: dict[str, Any] = {"timeout": max(1, int(round(self.timeout * 1000)))}
         if self.base_url:
             http["base_url"] = self.base_url

@@ -22,25 +22,17 @@ from __future__ import annotations
 from typing import Any
 
 from retrieval_lib.config import Settings
-from retrieval_lib.embedding.base import (
-    PROVIDERS,
-    Embedder,
-    ProviderInfo,
-    provider_info,
-    request_size,
-    start_batch,
-)
-from retrieval_lib.embedding.cohere_embedder import COHERE_DIMENSIONS, COHERE_MAX_BATCH, CohereEmbedder
+from retrieval_lib.embedding.base import Embedder, provider_info, request_size, start_batch
+from retrieval_lib.embedding.cohere_embedder import CohereEmbedder
 from retrieval_lib.embedding.e5_embedder import E5Embedder
-from retrieval_lib.embedding.gemini_embedder import GEMINI_DIMENSIONS, GeminiEmbedder
+from retrieval_lib.embedding.gemini_embedder import GeminiEmbedder
 from retrieval_lib.embedding.local import LocalEmbedder, SentenceTransformerEmbedder
-from retrieval_lib.embedding.openai_embedder import OPENAI_DIMENSIONS, OpenAIEmbedder
+from retrieval_lib.embedding.openai_embedder import OpenAIEmbedder
 from retrieval_lib.errors import ConfigurationError
 
 __all__ = ["Embedder", "LocalEmbedder", "SentenceTransformerEmbedder", "CohereEmbedder", "OpenAIEmbedder",
-           "GeminiEmbedder", "E5Embedder", "make_embedder", "COHERE_DIMENSIONS", "COHERE_MAX_BATCH",
-           "OPENAI_DIMENSIONS", "GEMINI_DIMENSIONS", "PROVIDERS", "ProviderInfo", "provider_info", "batch_limit",
-           "request_size", "planned_batch"]
+           "GeminiEmbedder", "E5Embedder", "make_embedder", "provider_info", "batch_limit", "request_size",
+           "planned_batch"]
 
 
 def batch_limit(provider: str) -> int:

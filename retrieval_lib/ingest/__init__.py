@@ -16,9 +16,8 @@ from retrieval_lib.ingest.pipeline import (
     default_chunk_tokens,
     ingest,
     ingest_from_settings,
-    point_id_for,
     prepare_documents,
 )
 
 __all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "prepare_documents", "ingest",
-           "ingest_from_settings", "default_chunk_tokens", "point_id_for"]
+           "ingest_from_settings", "default_chunk_tokens"]

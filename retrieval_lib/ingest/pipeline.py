@@ -35,7 +35,7 @@ from retrieval_lib.stores import VectorStore, open_store
 from retrieval_lib.stores.scan import iter_points
 
 __all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "prepare_documents", "ingest",
-           "ingest_from_settings", "default_chunk_tokens", "point_id_for"]
+           "ingest_from_settings", "default_chunk_tokens"]
 
 log = logging.getLogger(__name__)
 

@@ -8,11 +8,11 @@ review of drafted validation sets.
 - :mod:`~retrieval_lib.judging.yaml_edit`: one entry of a YAML file changed in place, comments kept.
 """
 
-from retrieval_lib.judging.judgments import GRADES, Judgment, JudgmentFile, load_judgments, save_judgments
+from retrieval_lib.judging.judgments import Judgment, JudgmentFile, load_judgments, save_judgments
 from retrieval_lib.judging.labeling import LabelingSession, LabelingWidget, items_from_responses
 from retrieval_lib.judging.review import DraftReview, ReviewItem, load_draft_entries, open_review
 from retrieval_lib.judging.review_view import ReviewWidget
 
-__all__ = ["GRADES", "Judgment", "JudgmentFile", "load_judgments", "save_judgments", "LabelingSession",
+__all__ = ["Judgment", "JudgmentFile", "load_judgments", "save_judgments", "LabelingSession",
            "LabelingWidget", "items_from_responses", "DraftReview", "ReviewItem", "ReviewWidget",
            "load_draft_entries", "open_review"]

@@ -38,7 +38,6 @@ from retrieval_lib.params.profiles import (
     load_profile,
 )
 from retrieval_lib.params.sets import (
-    NO_GOLDEN_SET,
     GoldenQuery,
     GoldenSet,
     NegativeQuery,
@@ -54,5 +53,5 @@ __all__ = [
     "Profile", "NotebookParameters", "GoldenQuery", "NegativeQuery", "GoldenSet", "Provenance", "QuerySets", "Topic",
     "TopicSet", "resolve_path", "read_yaml", "load_profile", "check_parameters", "load_golden_set", "load_query_sets",
     "load_topics",
-    "ORIGINS", "RESERVED_KEYS", "NO_GOLDEN_SET", "DEFAULT_PROFILE", "PATH_PARAMETERS", "anchored",
+    "ORIGINS", "RESERVED_KEYS", "DEFAULT_PROFILE", "PATH_PARAMETERS", "anchored",
 ]

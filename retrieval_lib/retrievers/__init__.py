@@ -15,16 +15,13 @@ one rule for whether a team's retriever is configured. :class:`AnsweringSearch` 
   building and probing.
 """
 
-from retrieval_lib.retrievers.as_search import NO_SCORE, AnsweringSearch, result_from_hit
+from retrieval_lib.retrievers.as_search import AnsweringSearch
 from retrieval_lib.retrievers.base import QuestionRetriever, TalliedRetriever, Tally
-from retrieval_lib.retrievers.child import PythonRetriever
 from retrieval_lib.retrievers.collection import CollectionRetriever
-from retrieval_lib.retrievers.http import HttpRetriever
 from retrieval_lib.retrievers.mapping import NoResultsList, ResultMapping, infer_mapping
 from retrieval_lib.retrievers.open import ProbeReport, open_retriever, parse_spec, probe_retriever, team_retriever
-from retrieval_lib.retrievers.spec import HIT_FIELDS, TOP_K_NAMES, Answer, Hit, RetrieverSpec, redact
+from retrieval_lib.retrievers.spec import Answer, Hit, RetrieverSpec
 
 __all__ = ["RetrieverSpec", "Hit", "Answer", "QuestionRetriever", "open_retriever", "parse_spec", "infer_mapping",
-           "probe_retriever", "ProbeReport", "ResultMapping", "NoResultsList", "HttpRetriever", "PythonRetriever",
-           "CollectionRetriever", "AnsweringSearch", "result_from_hit", "NO_SCORE", "HIT_FIELDS", "TOP_K_NAMES",
-           "redact", "Tally", "TalliedRetriever", "team_retriever"]
+           "probe_retriever", "ProbeReport", "ResultMapping", "NoResultsList", "CollectionRetriever", "AnsweringSearch",
+           "Tally", "TalliedRetriever", "team_retriever"]

@@ -19,12 +19,10 @@ from pydantic import BaseModel, ConfigDict, Field, field_validator, model_valida
 
 from retrieval_lib.errors import ConfigurationError
 
-__all__ = ["RetrieverSpec", "Hit", "Answer", "HIT_FIELDS", "TOP_K_NAMES", "expand", "redact", "one_line"]
+__all__ = ["RetrieverSpec", "Hit", "Answer", "HIT_FIELDS", "expand", "redact", "one_line"]
 
 #: The workbook's names for a result's fields (what ``fields`` maps onto).
 HIT_FIELDS: tuple[str, ...] = ("content", "source_url", "source_file", "score", "chunk_id", "title")
-#: Names a function's top-k argument goes by, in the order they are tried.
-TOP_K_NAMES: tuple[str, ...] = ("top_k", "limit", "k", "n", "n_results", "num_results", "max_results")
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: Header names that carry credentials: their values must be ``${ENV}`` references, never literals.
 _CREDENTIAL_HEADERS = ("authorization", "cookie", "api-key", "apikey", "token", "secret", "password", "x-api-key")

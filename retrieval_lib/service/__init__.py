@@ -23,7 +23,6 @@ from retrieval_lib.service.errors import (
     UnsupportedMediaTypeError,
 )
 from retrieval_lib.service.server import serve
-from retrieval_lib.stores.metadata import MetadataDB
 
-__all__ = ["create_app", "serve", "ServiceOptions", "MetadataDB", "DatabaseUnavailableError", "RequestTooLargeError",
+__all__ = ["create_app", "serve", "ServiceOptions", "DatabaseUnavailableError", "RequestTooLargeError",
            "RequestTimeoutError", "UnsupportedMediaTypeError", "ServiceBusyError"]

@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import threading
 import time
-from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from retrieval_lib.models import SearchResponse
@@ -53,18 +52,16 @@ class SearchBatcher:
         max_batch: most queries in one embedding call.
         max_wait_ms: how long a leader waits for more queries before it takes a batch (0: take what is there).
         max_queue: most queries waiting; beyond it :meth:`search` raises ServiceBusyError.
-        on_batch: called with each call's size (for tests and benchmarks).
     """
 
     def __init__(self, retriever: Retriever, *, max_batch: int = 96, max_wait_ms: float = 0.0,
-                 max_queue: int = 256, on_batch: Callable[[int], None] | None = None) -> None:
+                 max_queue: int = 256) -> None:
         if max_batch < 1 or max_queue < 1 or max_wait_ms < 0:
             raise ValueError("max_batch and max_queue must be at least 1, max_wait_ms at least 0")
         self.retriever = retriever
         self.max_batch = max_batch
         self.max_wait = max_wait_ms / 1000
         self.max_queue = max_queue
-        self.on_batch = on_batch
         self._pending: list[_Job] = []
         self._cond = threading.Condition()
         self._leading = False
@@ -134,8 +131,6 @@ class SearchBatcher:
     def _search(self, key: SearchKey, group: list[_Job]) -> None:
         top_k, threshold, source_prefix, section = key
         try:
-            if self.on_batch is not None:
-                self.on_batch(len(group))
             responses = self.retriever.search_many([j.text for j in group], top_k, threshold, source_prefix, section)
             for job, response in zip(group, responses):
                 job.result = response

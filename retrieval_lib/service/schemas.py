@@ -17,11 +17,11 @@ from typing import Annotated, Any
 
 from pydantic import BaseModel, BeforeValidator, ConfigDict, Field
 
-from retrieval_lib.models import RESULT_FIELDS, SEED003_FIELDS
+from retrieval_lib.models import RESULT_FIELDS
 from retrieval_lib.validation import MAX_TOP_K
 
 __all__ = ["SearchRequest", "SearchAnswer", "ErrorAnswer", "HealthAnswer", "publish_limits", "RESULT_FIELDS",
-           "SEED003_FIELDS", "FILTER_MAX_CHARS", "VISIBLE_CHARACTER"]
+           "FILTER_MAX_CHARS", "VISIBLE_CHARACTER"]
 
 DEFAULT_TOP_K = 5
 #: Longest ``source_prefix`` or ``section`` accepted.

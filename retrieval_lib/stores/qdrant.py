@@ -50,7 +50,7 @@ from retrieval_lib.errors import (
 from retrieval_lib.stores.base import INDEXED_FIELDS, IndexInfo, exactness, size_warning
 from retrieval_lib.stores.server import RETRIES, counters_of, retry_wait, server_message, tally
 
-__all__ = ["VectorStore", "INDEXED_FIELDS", "size_warning"]
+__all__ = ["VectorStore", "size_warning"]
 
 log = logging.getLogger(__name__)
 
@@ -218,7 +218,7 @@ class VectorStore:
                 raise self._wrong_size(collection) from None
             raise
 
-    def _run(self, collection: str | None, call: Any, *, idempotent: bool = True) -> Any:
+    def _run(self, collection: str | None, call: Any) -> Any:
         """``call()`` with its errors translated (:meth:`_translated`), retried while a server fails in passing
         (:func:`~retrieval_lib.stores.server.retry_wait`): at most :data:`RETRIES` retries."""
         attempt = 0
@@ -228,7 +228,7 @@ class VectorStore:
                 try:
                     return call()
                 except Exception as err:  # classified, then re-raised into _translated
-                    wait = retry_wait(err, attempt, idempotent) if self.kind == "server" else None
+                    wait = retry_wait(err, attempt) if self.kind == "server" else None
                     if wait is None:
                         raise
             log.info("Qdrant at %s failed in passing; retry %d of %d in %.1f s", self.location, attempt + 1,

@@ -31,12 +31,12 @@ def server_message(err: Any) -> str:
     return str(text)[:300] if text else ""
 
 
-def retry_wait(err: Exception, attempt: int, idempotent: bool) -> float | None:
+def retry_wait(err: Exception, attempt: int) -> float | None:
     """Seconds to wait before retrying ``err`` (a server's passing failure), or None: not retried.
 
-    429/502/503/504 are retried honouring ``Retry-After`` (capped at :data:`MAX_RETRY_WAIT`); a connection
-    closed mid-answer only when the call can be repeated safely (every read, and idempotent writes). A
-    refused connection and a timeout are never retried: they would only multiply the wait.
+    429/502/503/504 are retried honouring ``Retry-After`` (capped at :data:`MAX_RETRY_WAIT`), and a connection
+    closed mid-answer: every call the store makes can be repeated safely (reads, and upserts and deletes of points
+    by their ids). A refused connection and a timeout are never retried: they would only multiply the wait.
     """
     import httpx
     from qdrant_client.common.client_exceptions import ResourceExhaustedResponse
@@ -51,7 +51,7 @@ def retry_wait(err: Exception, attempt: int, idempotent: bool) -> float | None:
     elif isinstance(err, UnexpectedResponse) and err.status_code in _TRANSIENT:
         after = err.headers.get("retry-after")
     elif isinstance(err, ResponseHandlingException) and isinstance(
-            err.source, httpx.RemoteProtocolError | httpx.ReadError) and idempotent:
+            err.source, httpx.RemoteProtocolError | httpx.ReadError):
         return backoff
     else:
         return None

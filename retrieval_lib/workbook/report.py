@@ -49,7 +49,7 @@ from retrieval_lib.search import Retriever, open_collection
 from retrieval_lib.workbook.plots import plain_text
 from retrieval_lib.workbook.registry import spec_for_stem
 
-__all__ = ["Gate", "gate_state", "MARKS", "NotebookReport", "NotebookRun", "open_run", "resolve_run_dir"]
+__all__ = ["Gate", "gate_state", "MARKS", "NotebookReport", "NotebookRun", "open_run"]
 
 
 def _jsonable(value: Any) -> Any:
@@ -497,16 +497,14 @@ def _display_for_reports() -> None:
     pd.set_option("styler.html.mathjax", False)
 
 
-def open_run(notebook: str, run_dir: str | os.PathLike[str] | None = None, *, title: str | None = None,
-             spec: Sequence[str] | None = None, settings: Settings | None = None) -> NotebookRun:
+def open_run(notebook: str, run_dir: str | os.PathLike[str] | None = None, *, title: str | None = None) -> NotebookRun:
     """Open a notebook's run (see :class:`NotebookRun`): the one set-up every notebook starts with.
 
     Args:
         notebook: its file name without ``.ipynb``, e.g. ``"03_source_coverage"``; the registry
             (:mod:`retrieval_lib.workbook.registry`) gives its question and specification codes.
         run_dir: the run folder papermill passes; empty for interactive runs (``outputs/interactive``).
-        title, spec: the question and the specification codes of a notebook the registry does not know.
-        settings: explicit settings (tests); default :func:`~retrieval_lib.config.load_settings`.
+        title: the question of a notebook the registry does not know.
 
     Raises:
         ValidationError: the notebook is not in the registry and no ``title`` is given.
@@ -516,5 +514,4 @@ def open_run(notebook: str, run_dir: str | os.PathLike[str] | None = None, *, ti
         raise ValidationError(f"notebook {notebook!r} is not in the registry: add its record to "
                               "retrieval_lib/workbook/registry.py (or pass title=)", field="notebook")
     question = title if title is not None else record.question  # type: ignore[union-attr]
-    codes = tuple(spec) if spec is not None else (record.codes if record else ())
-    return NotebookRun(notebook, question, run_dir, settings=settings, spec=codes)
+    return NotebookRun(notebook, question, run_dir, spec=record.codes if record else ())

@@ -42,7 +42,7 @@ from retrieval_lib.retrievers import parse_spec
 from retrieval_lib.workbook.index_page import render_index
 from retrieval_lib.workbook.registry import spec_for_stem
 
-__all__ = ["RunResult", "NotebookOutcome", "run_workbook", "list_notebooks", "load_profile", "embedding_totals"]
+__all__ = ["RunResult", "NotebookOutcome", "run_workbook", "list_notebooks", "load_profile"]
 
 NOTEBOOK_DIR = PROJECT_ROOT / "notebooks"
 DEFAULT_PARAMS = PROJECT_ROOT / "params" / "demo.yaml"

@@ -54,7 +54,7 @@ def test_the_wire_is_batch_embed_contents_with_task_types_and_the_key_header(fak
 def test_output_dimensionality_is_sent_and_reduced_vectors_stay_unnormalised(fake):
     emb, _ = make(fake, model="gemini-embedding-001", dimensions=768)
     [v] = emb.embed_documents(["one text"])
-    assert emb.dimension == len(v) == 768 and not emb.normalised
+    assert emb.dimension == len(v) == 768
     assert fake.embed_requests[-1]["json"]["requests"][0]["outputDimensionality"] == 768
     assert np.linalg.norm(v) < 0.99  # as Google gives them below 3,072 dimensions
     with pytest.raises(ConfigurationError) as ei:

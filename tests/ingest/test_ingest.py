@@ -22,9 +22,10 @@ from fakes.embedders import FakeEmbedder, Killed
 from warm_cli import run_cli
 
 from retrieval_lib import VectorStore
+from retrieval_lib.collection.ours import point_id_for
 from retrieval_lib.embedding.providers import Embedder
 from retrieval_lib.errors import DocumentError, ModelMismatchError
-from retrieval_lib.ingest import IngestSummary, ingest, point_id_for, prepare_documents
+from retrieval_lib.ingest import IngestSummary, ingest, prepare_documents
 from retrieval_lib.models import PAYLOAD_FIELDS
 
 pytestmark = pytest.mark.timeout(60)

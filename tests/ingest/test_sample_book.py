@@ -15,13 +15,13 @@ from corpus import SAMPLE_COLLECTION as COLLECTION  # the session build is conft
 
 from retrieval_lib import Retriever
 from retrieval_lib.checks.retrieval.golden_set import load_golden_set, matches
+from retrieval_lib.collection.ours import point_id_for
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.ingest import (
     DEFAULT_BASE_URL,
     SAMPLE_BOOK,
     default_chunk_tokens,
     ingest,
-    point_id_for,
 )
 from retrieval_lib.ingest.documents import is_stub, read_document
 from retrieval_lib.models import PAYLOAD_FIELDS

@@ -30,8 +30,7 @@ from service_fixtures import (  # noqa: F401
 
 from retrieval_lib import Retriever, load_settings
 from retrieval_lib.embedding import CohereEmbedder
-from retrieval_lib.service import MetadataDB
-from retrieval_lib.stores import open_store
+from retrieval_lib.stores import MetadataDB, open_store
 
 pytestmark = pytest.mark.usefixtures("no_proxies")
 

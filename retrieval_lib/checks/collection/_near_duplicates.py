@@ -1,26 +1,22 @@
 """Near-duplicate chunks for the book check (notebook 16): pairs from notebook 10's neighbour lists.
 
 The lists are :func:`retrieval_lib.checks.collection.reachability.neighbour_lists` (each chunk's ``k`` nearest other
-chunks through the store's batched queries): given a :class:`~retrieval_lib.checks.collection.reachability.ReachStudy`
-they are read from it, with no extra query; else they are computed the same way (every chunk up to ``max_full``
-points, a seeded sample above). For each listed place (chunk ``a``, neighbour ``b``): cosine ``a·b / |a||b|`` of the
-stored vectors; a place is a near duplicate when the cosine is at least the threshold and the two chunks come from
-different pages, or from one page at least :data:`FAR_APART` chunks apart (neighbours overlap by design). The share
-of top-k places taken by near duplicates = near-duplicate places / all places.
+chunks through the store's batched queries), computed here as notebook 10 computes them (every chunk up to
+``max_full`` points, a seeded sample above). For each listed place (chunk ``a``, neighbour ``b``): cosine
+``a·b / |a||b|`` of the stored vectors; a place is a near duplicate when the cosine is at least the threshold and the
+two chunks come from different pages, or from one page at least :data:`FAR_APART` chunks apart (neighbours overlap by
+design). The share of top-k places taken by near duplicates = near-duplicate places / all places.
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from retrieval_lib import book as bk
 from retrieval_lib.errors import ValidationError
-
-if TYPE_CHECKING:
-    from retrieval_lib.checks.collection.reachability import ReachStudy
 
 __all__ = ["NearDuplicates", "near_duplicates", "FAR_APART"]
 
@@ -35,8 +31,6 @@ class NearDuplicates:
     pairs: list[dict[str, Any]]
     places: int
     duplicate_places: int
-    query_chunks: int
-    points: int
     method: str
 
     @property
@@ -45,29 +39,24 @@ class NearDuplicates:
 
 
 def near_duplicates(store: Any, collection: str, chunks: bk.BookChunks, bmap: bk.BookMap | None, *,
-                    cosine: float, top_k: int, max_full: int, sample_size: int, seed: int,
-                    reach: ReachStudy | None = None) -> NearDuplicates:
-    """Near-duplicate pairs in the neighbour lists (module docstring); ``reach`` reuses notebook 10's lists.
+                    cosine: float, top_k: int, max_full: int, sample_size: int, seed: int) -> NearDuplicates:
+    """Near-duplicate pairs in the neighbour lists (module docstring).
 
     Raises:
         ValidationError: the collection holds no more points than ``top_k`` (``field="near_duplicate_top_k"``).
     """
     from retrieval_lib.checks.collection.reachability import neighbour_lists, read_chunks
 
-    if reach is not None:
-        table, rows, lists = reach.table, reach.query_rows, reach.lists
-        method = f"notebook 10's neighbour lists (top {reach.top_k}, {len(rows)} of {len(table)} chunks)"
-    else:
-        table = read_chunks(store, collection)
-        n = len(table)
-        if n <= top_k:
-            raise ValidationError(f"collection {collection!r} holds {n} points: near duplicates need more than "
-                                  f"near_duplicate_top_k = {top_k}", field="near_duplicate_top_k")
-        rows = np.arange(n) if n <= max_full else np.sort(
-            np.random.default_rng(seed).choice(n, size=min(sample_size, n), replace=False))
-        lists = neighbour_lists(store, collection, table, rows, width=top_k)
-        method = (f"the neighbour lists of notebook 10, computed here: top {top_k} of "
-                  + (f"every chunk ({n})" if n <= max_full else f"a seeded sample of {len(rows)} of {n} chunks"))
+    table = read_chunks(store, collection)
+    n = len(table)
+    if n <= top_k:
+        raise ValidationError(f"collection {collection!r} holds {n} points: near duplicates need more than "
+                              f"near_duplicate_top_k = {top_k}", field="near_duplicate_top_k")
+    rows = np.arange(n) if n <= max_full else np.sort(
+        np.random.default_rng(seed).choice(n, size=min(sample_size, n), replace=False))
+    lists = neighbour_lists(store, collection, table, rows, width=top_k)
+    method = (f"the neighbour lists of notebook 10, computed here: top {top_k} of "
+              + (f"every chunk ({n})" if n <= max_full else f"a seeded sample of {len(rows)} of {n} chunks"))
     index = {cid: i for i, cid in enumerate(chunks.ids)}
     vectors = np.asarray(table.vectors, dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1)
@@ -97,4 +86,4 @@ def near_duplicates(store: Any, collection: str, chunks: bk.BookChunks, bmap: bk
                               "other_chunk": chunks.ids[b], "other_sequence": seq_b, "cosine": round(cos, 4),
                               "same_page": page_a == page_b}
     ordered = sorted(pairs.values(), key=lambda r: (-r["cosine"], r["page"], r["other_page"]))
-    return NearDuplicates(ordered, places, duplicate_places, len(rows), len(table), method)
+    return NearDuplicates(ordered, places, duplicate_places, method)

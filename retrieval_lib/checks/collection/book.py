@@ -40,11 +40,10 @@ from retrieval_lib.errors import ConfigurationError, DocumentError, ValidationEr
 from retrieval_lib.workbook.check import NotApplicable
 
 if TYPE_CHECKING:
-    from retrieval_lib.checks.collection.reachability import ReachStudy
     from retrieval_lib.params import GoldenSet
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
-__all__ = ["run", "BookResult", "BookStudy", "StillRetrieved", "NearDuplicates", "study",
+__all__ = ["run", "BookResult", "BookStudy", "StillRetrieved", "study",
            "still_retrieved", "near_duplicates", "book_lists", "LISTS", "GATES", "COLUMNS"]
 
 #: The five lists, in the order the report shows them.
@@ -171,8 +170,7 @@ def still_retrieved(search: Any, golden: GoldenSet, chunks: bk.BookChunks, gone:
 def study(view: Any, collection: str, *, docs: str | None = None, sitemap: str | None = None,
           base_url: str | None = None, route_base: str | None = None, golden_set: str | None = None,
           near_duplicate_cosine: float = 0.98, near_duplicate_top_k: int = 10, max_full: int = 5_000,
-          sample_size: int = 1_000, seed: int = 0, reach: ReachStudy | None = None,
-          book: bk.Book | None = None, search: Any = None) -> BookStudy:
+          sample_size: int = 1_000, seed: int = 0, search: Any = None) -> BookStudy:
     """Read the book and the collection (one scroll of :data:`retrieval_lib.book.FIELDS`), map, compare, find near
     duplicates, and, when ``search`` is given and a source is gone, ask the golden questions
     (:func:`still_retrieved`). A book that cannot be read makes the four book findings not applicable, with the
@@ -187,12 +185,12 @@ def study(view: Any, collection: str, *, docs: str | None = None, sitemap: str |
         raise ValidationError(f"near_duplicate_cosine must be in (0, 1], got {near_duplicate_cosine}",
                               field="near_duplicate_cosine")
     problems: dict[str, str] = {}
-    if book is None:
-        try:
-            book = bk.read_book(docs, sitemap, route_base=route_base)
-        except (ConfigurationError, DocumentError) as exc:
-            for name in LISTS[:4]:
-                problems[name] = str(exc)
+    book: bk.Book | None = None
+    try:
+        book = bk.read_book(docs, sitemap, route_base=route_base)
+    except (ConfigurationError, DocumentError) as exc:
+        for name in LISTS[:4]:
+            problems[name] = str(exc)
     chunks = bk.read_chunks(view, collection)
     bmap = None
     comparisons: list[bk.PageComparison] = []
@@ -215,8 +213,7 @@ def study(view: Any, collection: str, *, docs: str | None = None, sitemap: str |
     near = None
     try:
         near = near_duplicates(view, collection, chunks, bmap, cosine=near_duplicate_cosine,
-                               top_k=near_duplicate_top_k, max_full=max_full, sample_size=sample_size, seed=seed,
-                               reach=reach)
+                               top_k=near_duplicate_top_k, max_full=max_full, sample_size=sample_size, seed=seed)
     except ValidationError as exc:
         problems["near_duplicates"] = str(exc)
     golden = load_golden_set(golden_set) if golden_set else None

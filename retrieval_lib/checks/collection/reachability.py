@@ -47,7 +47,7 @@ from typing import TYPE_CHECKING
 
 import numpy as np
 
-from retrieval_lib.checks.collection._offtopic import STUB_MAX_CHARS, OffTopicStudy, is_stub, measure_offtopic
+from retrieval_lib.checks.collection._offtopic import STUB_MAX_CHARS, is_stub, measure_offtopic
 from retrieval_lib.checks.collection._reach_report import Reachability, gini, query_reach
 from retrieval_lib.checks.gates import REACH_ANTIHUBS, REACH_HUBS, REACH_OFFTOPIC
 from retrieval_lib.checks.statistics import wilson
@@ -63,7 +63,7 @@ if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookRun
 
 __all__ = ["run", "Reachability", "ReachStudy", "ChunkTable", "AntiHubEstimate", "measure", "read_chunks",
-           "neighbour_lists", "measure_offtopic", "OffTopicStudy", "MAX_FULL", "SAMPLE_SIZE", "REVERSE_DEPTH"]
+           "neighbour_lists", "measure_offtopic", "MAX_FULL", "SAMPLE_SIZE", "REVERSE_DEPTH"]
 
 #: The gates this check records.
 GATES = (REACH_ANTIHUBS, REACH_HUBS, REACH_OFFTOPIC)

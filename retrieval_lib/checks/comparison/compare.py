@@ -36,7 +36,6 @@ from typing import TYPE_CHECKING, Any
 
 import retrieval_lib.checks.statistics as st
 from retrieval_lib.checks.comparison import _views as views
-from retrieval_lib.checks.gates import COMPARE_REGRESSION
 from retrieval_lib.checks.stability.consistency import jaccard, rbo
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.errors import ConfigurationError, RunsNotComparableError, ValidationError
@@ -47,9 +46,6 @@ if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookReport, NotebookRun
 
 __all__ = ["run", "NothingToCompare", "DEFAULT_METRICS", "Comparison", "compare_runs", "find_baseline"]
-
-#: The gates this check records.
-GATES = (COMPARE_REGRESSION,)
 
 DEFAULT_METRICS = ("ndcg@5", "mrr", "hit_rate@5")
 #: This check's own notebook: its gates are never compared.

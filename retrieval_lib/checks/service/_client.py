@@ -35,7 +35,6 @@ class Answer:
     status: int
     body: Any
     ms: float
-    transport_error: str | None = None
 
     @property
     def ok(self) -> bool:
@@ -69,8 +68,8 @@ class ApiClient:
         t0 = time.perf_counter()
         try:
             response = self._client.request(method, path, **kwargs)
-        except httpx.HTTPError as err:
-            return Answer(0, None, (time.perf_counter() - t0) * 1000, transport_error=type(err).__name__)
+        except httpx.HTTPError:
+            return Answer(0, None, (time.perf_counter() - t0) * 1000)
         ms = (time.perf_counter() - t0) * 1000
         try:
             body = response.json()

@@ -24,8 +24,7 @@ from retrieval_lib.stores.metadata import ROW_FIELDS, TABLES, MetadataDB, metada
 from retrieval_lib.stores.scan import iter_points
 from retrieval_lib.workbook.report import NotebookReport
 
-__all__ = ["MetadataConsistency", "payload_view", "compare", "compare_store", "check", "record", "TABLES",
-           "TEAM_HINT"]
+__all__ = ["MetadataConsistency", "payload_view", "compare", "compare_store", "check", "record", "TEAM_HINT"]
 
 # Examples kept per kind of disagreement.
 _EXAMPLES = 5

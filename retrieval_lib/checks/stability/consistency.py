@@ -25,7 +25,7 @@ from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from retrieval_lib.checks.gates import CONSISTENCY_PHASE, CONSISTENCY_PHASES, LANGUAGES_CROSS_LINGUAL
+from retrieval_lib.checks.gates import CONSISTENCY_PHASE, CONSISTENCY_PHASES
 from retrieval_lib.checks.stability._languages import (
     LanguageComparison,
     compare_languages,
@@ -45,9 +45,6 @@ if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookRun
 
 __all__ = ["run", "Consistency", "jaccard", "rbo", "load_language_queries"]
-
-#: The gates this check records (the per-phase one only for a phase a caller adds).
-GATES = (*CONSISTENCY_PHASES.values(), CONSISTENCY_PHASE, LANGUAGES_CROSS_LINGUAL)
 
 
 def rbo(a: Sequence[Hashable], b: Sequence[Hashable], p: float = 0.9, *, extrapolate: bool = True) -> float:

@@ -36,9 +36,6 @@ if TYPE_CHECKING:
 
 __all__ = ["run", "Latency", "time_searches", "reference_rankings", "unstable_queries", "run_concurrent"]
 
-#: The gates this check records.
-GATES = (LATENCY_P95, LATENCY_ERRORS, LATENCY_RANKINGS)
-
 #: The per-call timings :func:`time_searches` records, in milliseconds.
 TIMING_FIELDS: tuple[str, ...] = ("embed_ms", "search_ms", "execution_time_ms", "call_ms")
 

@@ -34,7 +34,7 @@ from retrieval_lib.cli.commands import print_json
 from retrieval_lib.params import DEFAULT_PROFILE, load_golden_set, load_profile, load_query_sets
 from retrieval_lib.workbook.registry import NotebookPlan, spec_for_stem
 
-__all__ = ["NotebookPlan", "RunPlan", "plan_run", "prefetch_queries", "register", "run", "lines"]
+__all__ = ["RunPlan", "plan_run", "prefetch_queries", "register", "run", "lines"]
 
 NAME = "plan"
 
