@@ -11,11 +11,13 @@ a few rewritten), then times, the median of ``--repeat`` rounds:
   collection view, inferring the roles), :func:`~retrieval_lib.book.map_sources`, and the findings missing, gone
   and changed (:func:`~retrieval_lib.book.compare_pages` with its shingles; thin comes from the same comparison).
 
-Prints the ratio (the issue's target: at most x2), in wall and in CPU seconds of this process, and its parts: the
-floor's two and the check's four stages, in CPU seconds (steadier than wall time when other jobs share the cores).
-The check's own read pauses Python's cyclic collector (:func:`retrieval_lib.stores.scan.collector_paused`), which
-the floor's plain scroll does not: for comparison, not as the target, it also prints the floor's scroll measured
-with the collector paused and the check's ratio against that floor.
+The target (issue 33: at most x2) is against the floor as the issue writes it: a plain scroll, as a team's own
+script would read the collection. The check's own read pauses Python's cyclic collector
+(:func:`retrieval_lib.stores.scan.collector_paused`), which a plain scroll does not, so the benchmark also measures
+the floor with its scroll paused too (**equal terms**: what the check costs beyond the cheapest read) and prints the
+ratio against it beside the target's. Both floors and the check are measured in every round. Prints each ratio in
+CPU seconds of this process and in wall seconds, and the parts: the floors' and the check's four stages, in CPU
+seconds (steadier than wall time when other jobs share the cores).
 Near duplicates are not timed here: they read the neighbour lists notebook 10 computes (one query per chunk), a
 cost of their own.
 
@@ -35,6 +37,7 @@ import sys
 import tempfile
 import time
 import warnings
+from collections.abc import Callable
 from pathlib import Path
 
 import numpy as np
@@ -151,24 +154,21 @@ def main(argv: list[str] | None = None) -> int:
             into.setdefault(name, []).append(now - t0)
             return now
 
-        def floor() -> None:
+        def floor(paused: bool) -> None:
+            # the scroll with the cyclic collector paused (as the check's read pauses it: the target's floor), or
+            # running (the floor as written)
             t0 = time.process_time()
-            store.client.scroll(COLLECTION, limit=points + 1, with_payload=["text", "url", "chunk_index"])
-            t0 = stage("one scroll", t0, floor_stages)
+            if paused:
+                gc.disable()
+            try:
+                store.client.scroll(COLLECTION, limit=points + 1, with_payload=["text", "url", "chunk_index"])
+            finally:
+                if paused:
+                    gc.enable()
+            t0 = stage("one scroll" + (", collector paused" if paused else ""), t0, floor_stages)
             for f in docs.rglob("*.md"):
                 f.read_bytes()
             stage("one read of the folder", t0, floor_stages)
-
-        def floor_paused() -> float:
-            # for the report only, not the target's floor: the same scroll with the cyclic collector paused, as
-            # the check's own read pauses it (retrieval_lib.stores.scan.collector_paused)
-            gc.disable()
-            try:
-                t0 = time.process_time()
-                store.client.scroll(COLLECTION, limit=points + 1, with_payload=["text", "url", "chunk_index"])
-                return time.process_time() - t0
-            finally:
-                gc.enable()
 
         def check() -> None:
             t0 = time.process_time()
@@ -183,17 +183,19 @@ def main(argv: list[str] | None = None) -> int:
                          changed=sum(r["changed"] for r in changed_pages(comparisons, 0.2)))
             stage("compare", t0)
 
-        floor_t, check_t, floor_cpu, check_cpu, paused_cpu = [], [], [], [], []
+        wall: dict[str, list[float]] = {}
+        cpu: dict[str, list[float]] = {}
+
+        def timed(name: str, run: Callable[[], None]) -> None:
+            t0, c0 = time.perf_counter(), time.process_time()
+            run()
+            wall.setdefault(name, []).append(time.perf_counter() - t0)
+            cpu.setdefault(name, []).append(time.process_time() - c0)
+
         for _ in range(args.repeat):
-            t0, c0 = time.perf_counter(), time.process_time()
-            floor()
-            floor_t.append(time.perf_counter() - t0)
-            floor_cpu.append(time.process_time() - c0)
-            paused_cpu.append(floor_paused())
-            t0, c0 = time.perf_counter(), time.process_time()
-            check()
-            check_t.append(time.perf_counter() - t0)
-            check_cpu.append(time.process_time() - c0)
+            timed("floor", lambda: floor(paused=False))
+            timed("floor paused", lambda: floor(paused=True))
+            timed("check", check)
         if args.profile:
             import cProfile
             import pstats
@@ -202,20 +204,20 @@ def main(argv: list[str] | None = None) -> int:
             profiler.runcall(check)
             pstats.Stats(profiler).sort_stats("cumulative").print_stats(args.profile)
         store.close()
-    f, c = statistics.median(floor_t), statistics.median(check_t)
-    fc, cc = statistics.median(floor_cpu), statistics.median(check_cpu)
-    print(f"{'points':>8} {'pages':>6} {'floor s':>8} {'book check s':>13} {'ratio':>6}  (target <= 2.0)"
-          f"   CPU s of this process: floor, check, ratio")
-    print(f"{points:>8} {args.pages:>6} {f:>8.2f} {c:>13.2f} {c / f:>6.2f}   {fc:>25.2f} {cc:>6.2f} {cc / fc:>6.2f}")
-    print(f"load average while it ran: {os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
-    print("floor by part (median CPU s): " + ", ".join(f"{name} {statistics.median(t):.2f}"
-                                                      for name, t in floor_stages.items()))
-    print("check by stage (median CPU s): " + ", ".join(f"{name} {statistics.median(t[:args.repeat]):.2f}"
-                                                     for name, t in stages.items()))
-    paused = statistics.median(paused_cpu)
-    print(f"for comparison, not the target: the floor's scroll with the collector paused as the check's read pauses "
-          f"it, {paused:.2f} (of {statistics.median(floor_stages['one scroll']):.2f}); the check against that floor: "
-          f"{cc / (fc - statistics.median(floor_stages['one scroll']) + paused):.2f}")
+    med = statistics.median
+    c, cc = med(wall["check"]), med(cpu["check"])
+    print(f"{'points':>8} {'pages':>6} {'floor':>22} {'floor s':>8} {'check s':>8} {'ratio':>6}   "
+          f"{'CPU s: floor':>12} {'check':>6} {'ratio':>6}")
+    for name, label in (("floor", "as written (target)"), ("floor paused", "equal terms")):
+        f, fc = med(wall[name]), med(cpu[name])
+        print(f"{points:>8} {args.pages:>6} {label:>22} {f:>8.2f} {c:>8.2f} {c / f:>6.2f}   {fc:>12.2f} {cc:>6.2f} "
+              f"{cc / fc:>6.2f}")
+    print(f"target: the CPU ratio against the floor as written at most 2.0 (equal terms: the floor's scroll with the "
+          f"cyclic collector paused, as the check's read pauses it); load average while it ran: "
+          f"{os.getloadavg()[0]:.1f} on {os.cpu_count()} cores")
+    print("floors by part (median CPU s): " + ", ".join(f"{name} {med(t):.2f}" for name, t in floor_stages.items()))
+    print("check by stage (median CPU s): " + ", ".join(f"{name} {med(t[:args.repeat]):.2f}"
+                                                       for name, t in stages.items()))
     print(f"found: {found['missing']} pages never ingested (3 planted), "
           f"{found['gone']} sources gone (2 planted), {found['changed']} pages changed (2 planted)")
     return 0
