@@ -24,7 +24,7 @@ from typing import Any, NamedTuple
 from urllib.parse import unquote, urlsplit
 
 from retrieval_lib.book.pages import Book
-from retrieval_lib.book.routes import docusaurus_route, strip_number_prefix
+from retrieval_lib.book.routes import PAGE_SUFFIXES, docusaurus_route, strip_number_prefix
 from retrieval_lib.errors import ConfigurationError, ValidationError
 from retrieval_lib.stores.scan import collector_paused
 
@@ -155,7 +155,7 @@ def _page_keys(book: Book) -> dict[str, str]:
     keys: dict[str, str] = {}
     base = book.route_base.strip("/")
     for page in book.pages:
-        stem = page.path.rsplit(".", 1)[0] if page.path.endswith((".md", ".mdx")) else page.path.strip("/")
+        stem = page.path.rsplit(".", 1)[0] if page.path.endswith(PAGE_SUFFIXES) else page.path.strip("/")
         for key in (page.path.strip("/"), stem, _tail(page.route.strip("/"), base)):
             keys.setdefault(key, page.path)
             keys.setdefault(key.lower(), page.path)

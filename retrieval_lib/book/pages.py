@@ -26,10 +26,12 @@ from urllib.parse import urlsplit
 import numpy as np
 
 from retrieval_lib.book.routes import (
+    PAGE_SUFFIXES,
     decode_utf8,
     docusaurus_route,
     join_route,
     mkdocs_route,
+    not_a_page,
     split_front_matter,
     strip_number_prefix,
 )
@@ -49,7 +51,6 @@ STUB_MIN_WORDS = 40
 #: Pages this long or longer are never a site generator's template page (Docusaurus' are 100-600 words).
 STOCK_MAX_WORDS = 2_000
 _STUB_MAX_WORDS = 4 * (STUB_MIN_WORDS + PLACEHOLDER_EXTRA_WORDS)
-_SUFFIXES = (".md", ".mdx")
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
 _ADMONITION = re.compile(r"^[ \t]*:{3,}.*$", re.M)
 _SITEMAP_NS = re.compile(r"^\{[^}]*\}")
@@ -164,19 +165,15 @@ def detect_generator(docs: Path) -> tuple[str, bool]:
     return "docusaurus", True
 
 
-def _skipped(name: str) -> bool:
-    return name.startswith(("_", ".")) or name == "node_modules"
-
-
 def _files(root: Path) -> list[tuple[str, Path]]:
     found: list[tuple[str, Path]] = []
     for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = [d for d in dirnames if not _skipped(d)]
+        dirnames[:] = [d for d in dirnames if not not_a_page(d)]
         folder = Path(dirpath)
         prefix = folder.relative_to(root).as_posix()  # once a folder, not once a file
         prefix = "" if prefix == "." else prefix + "/"
         for name in filenames:
-            if not _skipped(name) and name.endswith(_SUFFIXES):
+            if not not_a_page(name) and name.endswith(PAGE_SUFFIXES):
                 found.append((prefix + name, folder / name))
     return sorted(found)
 

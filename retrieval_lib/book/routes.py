@@ -26,7 +26,7 @@ from retrieval_lib.errors import DocumentError, ValidationError
 
 __all__ = ["docusaurus_route", "mkdocs_route", "route_of_stored_path", "join_route", "strip_number_prefix",
            "split_front_matter",
-           "decode_utf8", "front_matter_text", "INDEX_NAMES"]
+           "decode_utf8", "front_matter_text", "INDEX_NAMES", "PAGE_SUFFIXES", "not_a_page"]
 
 # Front matter counts only at the very start of the file, as Docusaurus reads it.
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<yaml>.*?)^---[ \t]*(?:\n|\Z)", re.DOTALL | re.MULTILINE)
@@ -35,6 +35,14 @@ _NUMBER_PREFIX = re.compile(r"^\d+[-_.]\s*")
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: File stems (lower case) that stand for their folder.
 INDEX_NAMES = ("index", "readme")
+#: The files a docs folder's pages are written in.
+PAGE_SUFFIXES = (".md", ".mdx")
+
+
+def not_a_page(name: str) -> bool:
+    """A file or folder name the site generator makes no page of: partials (``_x.md``), hidden entries and
+    node_modules (the ingest's walk and the book's read skip the same names)."""
+    return name.startswith(("_", ".")) or name == "node_modules"
 
 
 def split_front_matter(text: str, rel: str) -> tuple[dict[str, Any], str]:
@@ -196,7 +204,7 @@ def route_of_stored_path(path: str | None, route_base: str = "/docs") -> str | N
     if not isinstance(path, str) or not path.strip():
         return None
     parts = [p for p in path.strip().replace("\\", "/").split("/") if p not in ("", ".")]
-    if not parts or posixpath.splitext(parts[-1])[1].lower() not in (".md", ".mdx") or ".." in parts:
+    if not parts or posixpath.splitext(parts[-1])[1].lower() not in PAGE_SUFFIXES or ".." in parts:
         return None
     docs = max((i for i, p in enumerate(parts[:-1]) if p == "docs"), default=-1)
     try:

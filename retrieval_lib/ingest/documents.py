@@ -22,8 +22,10 @@ from pathlib import Path
 from typing import Any
 
 from retrieval_lib.book.routes import (
+    PAGE_SUFFIXES,
     decode_utf8,
     docusaurus_route,
+    not_a_page,
     split_front_matter,
     strip_number_prefix,
 )
@@ -165,13 +167,6 @@ def is_stub(doc: MarkdownDoc, min_words: int = 40) -> bool:
 
 # --- discovery --------------------------------------------------------------
 
-_DOC_SUFFIXES = (".md", ".mdx")
-
-
-def _is_skipped(name: str) -> bool:
-    """Partials (``_x.md``), hidden entries and node_modules are not pages."""
-    return name.startswith(("_", ".")) or name == "node_modules"
-
 
 def discover_documents(docs_root: Path) -> list[Path]:
     """Find the Docusaurus pages under a docs folder.
@@ -196,9 +191,9 @@ def discover_documents(docs_root: Path) -> list[Path]:
     found: list[tuple[str, Path]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         # Pruning in place stops os.walk from descending into skipped folders.
-        dirnames[:] = [d for d in dirnames if not _is_skipped(d)]
+        dirnames[:] = [d for d in dirnames if not not_a_page(d)]
         for name in filenames:
-            if _is_skipped(name) or not name.endswith(_DOC_SUFFIXES):
+            if not_a_page(name) or not name.endswith(PAGE_SUFFIXES):
                 continue
             full = Path(dirpath) / name
             found.append((full.relative_to(root).as_posix(), full))
