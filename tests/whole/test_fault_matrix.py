@@ -85,7 +85,10 @@ FAULT_SPAN_S = MAX_RETRIES * EMBED_TIMEOUT + RETRY_BUDGET  # the design promise:
 SPAN_BOUND_S = 20.0  # what is asserted of that span on the fake's wall clock: ~5x the slowest case's ~4 s
 HANG_CAP_S = 30.0  # a "hang" request is cut after this, so a client that kept the SDK's timeout spans >= 60 s
 RUN_BOUND_S = 120.0  # papermill + a kernel start + one notebook that stops at its second cell
-HOLD_S = 30  # the helper holding the folder lets go after this at the latest (and is always killed)
+#: The helper holding the folder lets go after this at the latest (and is always killed at teardown). Longer than
+#: any locked-folder test's timeout: a hold shorter than a slow machine's run let the run open the folder after it
+#: was let go, and the test failed with "rc=0" on CI (a 35 s run against a 30 s hold).
+HOLD_S = 300
 
 #: Words that make an error line a "what to do" line.
 HINTS = ("check", "set ", "wait", "re-run", "run `", "shut down", "try again", "ingest")
@@ -474,10 +477,13 @@ class Holder:
         raise AssertionError(f"holder not ready (rc={self.proc.poll()})")
 
     def stop(self) -> None:
+        """Kill the holder; say so if it had let go before now (then the test it served proved nothing)."""
+        let_go = self.proc.poll()
         self.proc.kill()
         self.proc.wait(timeout=10)
         for stream in (self.proc.stdin, self.proc.stdout, self.proc.stderr):
             stream.close()
+        assert let_go is None, f"the holder let go of the folder before the test ended (rc={let_go})"
 
 
 @pytest.fixture
