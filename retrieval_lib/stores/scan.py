@@ -22,7 +22,9 @@ makes hold no cycles, and the collector's walks over them were a third of a
 scroll's CPU at 100k points.
 
 :func:`shared` keeps a scan's (small, JSON) result in the run folder so the
-notebooks of one run (05 and 07 both tally payloads) scan once. The result is
+notebooks of one run (05 and 07 both tally payloads) scan once, and
+:func:`kept` reads what another notebook kept (notebook 16 reads notebook 10's
+neighbour lists, and queries nothing). The result is
 reused only when its key matches: collection, store location and kind, point
 count, the fields read, and the collection's *revision*:
 
@@ -64,7 +66,7 @@ from retrieval_lib.config import resolve_run_dir
 from retrieval_lib.errors import RetrievalError, ValidationError
 from retrieval_lib.stores.base import ReadableStore
 
-__all__ = ["Columns", "read_columns", "iter_points", "page_size", "payload_selector", "collector_paused",
+__all__ = ["Columns", "read_columns", "iter_points", "page_size", "payload_selector", "collector_paused", "kept",
            "with_progress", "revision", "scan_key", "shared", "LOCAL_PAGES", "MIN_PAGE", "SERVER_PAGE",
            "SELECT_COST_OBJECTS", "SHARED_FOLDER"]
 
@@ -338,6 +340,18 @@ def _write_atomically(path: Path, data: dict[str, Any]) -> None:
     except BaseException:
         Path(temp).unlink(missing_ok=True)
         raise
+
+
+def kept(run_dir: str | os.PathLike[str] | None, name: str, store: ReadableStore, collection: str,
+         fields: Sequence[str]) -> dict[str, Any] | None:
+    """What another notebook of this run kept with :func:`shared` under ``name``, while its key still matches; None
+    when there is nothing to reuse (no run folder, a store without a revision, nothing kept, or the collection
+    changed since). Reads only: a notebook that uses another's result but computes it otherwise keeps nothing."""
+    wanted = _fields(fields)
+    key = scan_key(store, collection, name, wanted) if run_dir else None
+    if not run_dir or key is None:
+        return None
+    return _load(_scan_file(resolve_run_dir(run_dir), name, collection, store.location), key)
 
 
 def shared(run_dir: str | os.PathLike[str] | None, name: str, store: ReadableStore, collection: str,

@@ -197,6 +197,17 @@ def test_a_stored_scan_under_another_key_or_unreadable_is_recomputed(disk_store,
     assert runs == ["1", "3", "4"]
 
 
+def test_kept_reads_what_another_notebook_shared_until_the_collection_changes(disk_store, tmp_path):
+    fill(disk_store, book_payloads())
+    assert scanning.kept(tmp_path, "t", disk_store, COLL, ["a"]) is None  # nothing kept yet
+    scanning.shared(tmp_path, "t", disk_store, COLL, ["a"], lambda: {"tag": "10"})
+    assert scanning.kept(tmp_path, "t", disk_store, COLL, ["a"]) == {"tag": "10"}
+    assert scanning.kept(None, "t", disk_store, COLL, ["a"]) is None  # an interactive kernel: no run folder
+    fill(disk_store, book_payloads()[:1], start=100, create=False)
+    assert scanning.kept(tmp_path, "t", disk_store, COLL, ["a"]) is None  # the collection changed since
+    assert [f.suffix for f in (tmp_path / scanning.SHARED_FOLDER).iterdir()] == [".json"]  # kept() wrote nothing
+
+
 def test_nothing_is_shared_without_a_run_folder_or_a_revision(memory_store, tmp_path):
     fill(memory_store, book_payloads())
     runs: list[int] = []

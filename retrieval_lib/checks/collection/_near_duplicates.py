@@ -1,15 +1,20 @@
 """Near-duplicate chunks for the book check (notebook 16): pairs from notebook 10's neighbour lists.
 
 The lists are :func:`retrieval_lib.checks.collection.reachability.neighbour_lists` (each chunk's ``k`` nearest other
-chunks through the store's batched queries), computed here as notebook 10 computes them (every chunk up to
-``max_full`` points, a seeded sample above). For each listed place (chunk ``a``, neighbour ``b``): cosine
-``a·b / |a||b|`` of the stored vectors; a place is a near duplicate when the cosine is at least the threshold and the
-two chunks come from different pages, or from one page at least :data:`FAR_APART` chunks apart (neighbours overlap by
-design). The share of top-k places taken by near duplicates = near-duplicate places / all places.
+chunks through the store's batched queries). In a batch run they are the ones notebook 10 kept in the run folder
+(:func:`~retrieval_lib.checks.collection.reachability.run_neighbour_lists`: no query is sent); where there are none
+(notebook 16 alone, an interactive kernel, the collection changed since), they are computed here as notebook 10
+computes them (every chunk up to ``max_full`` points, a seeded sample above).
+
+For each listed place (chunk ``a``, neighbour ``b``): cosine ``a·b / |a||b|`` of the stored vectors; a place is a
+near duplicate when the cosine is at least the threshold and the two chunks come from different pages, or from one
+page at least :data:`FAR_APART` chunks apart (neighbours overlap by design). The share of top-k places taken by
+near duplicates = near-duplicate places / all places.
 """
 
 from __future__ import annotations
 
+import os
 from dataclasses import dataclass
 from typing import Any
 
@@ -39,24 +44,31 @@ class NearDuplicates:
 
 
 def near_duplicates(store: Any, collection: str, chunks: bk.BookChunks, bmap: bk.BookMap | None, *,
-                    cosine: float, top_k: int, max_full: int, sample_size: int, seed: int) -> NearDuplicates:
+                    cosine: float, top_k: int, max_full: int, sample_size: int, seed: int,
+                    run_dir: str | os.PathLike[str] | None = None) -> NearDuplicates:
     """Near-duplicate pairs in the neighbour lists (module docstring).
 
     Raises:
         ValidationError: the collection holds no more points than ``top_k`` (``field="near_duplicate_top_k"``).
     """
-    from retrieval_lib.checks.collection.reachability import neighbour_lists, read_chunks
+    from retrieval_lib.checks.collection.reachability import neighbour_lists, read_chunks, run_neighbour_lists
 
     table = read_chunks(store, collection)
     n = len(table)
     if n <= top_k:
         raise ValidationError(f"collection {collection!r} holds {n} points: near duplicates need more than "
                               f"near_duplicate_top_k = {top_k}", field="near_duplicate_top_k")
-    rows = np.arange(n) if n <= max_full else np.sort(
-        np.random.default_rng(seed).choice(n, size=min(sample_size, n), replace=False))
-    lists = neighbour_lists(store, collection, table, rows, width=top_k)
-    method = (f"the neighbour lists of notebook 10, computed here: top {top_k} of "
-              + (f"every chunk ({n})" if n <= max_full else f"a seeded sample of {len(rows)} of {n} chunks"))
+    reused = run_neighbour_lists(run_dir, store, collection, table, width=top_k)
+    if reused is not None:
+        rows, lists = reused
+        source = "the neighbour lists notebook 10 computed in this run, no query sent"
+    else:
+        rows = np.arange(n) if n <= max_full else np.sort(
+            np.random.default_rng(seed).choice(n, size=min(sample_size, n), replace=False))
+        lists = neighbour_lists(store, collection, table, rows, width=top_k)
+        source = "the neighbour lists of notebook 10, computed here"
+    method = f"{source}: top {top_k} of " + (f"every chunk ({n})" if len(rows) == n
+                                             else f"a seeded sample of {len(rows)} of {n} chunks")
     index = {cid: i for i, cid in enumerate(chunks.ids)}
     vectors = np.asarray(table.vectors, dtype=np.float64)
     norms = np.linalg.norm(vectors, axis=1)

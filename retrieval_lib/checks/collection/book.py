@@ -29,6 +29,7 @@ and gives the tables.
 
 from __future__ import annotations
 
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -170,7 +171,8 @@ def still_retrieved(search: Any, golden: GoldenSet, chunks: bk.BookChunks, gone:
 def study(view: Any, collection: str, *, docs: str | None = None, sitemap: str | None = None,
           base_url: str | None = None, route_base: str | None = None, golden_set: str | None = None,
           near_duplicate_cosine: float = 0.98, near_duplicate_top_k: int = 10, max_full: int = 5_000,
-          sample_size: int = 1_000, seed: int = 0, search: Any = None) -> BookStudy:
+          sample_size: int = 1_000, seed: int = 0, search: Any = None,
+          run_dir: str | os.PathLike[str] | None = None) -> BookStudy:
     """Read the book and the collection (one scroll of :data:`retrieval_lib.book.FIELDS`), map, compare, find near
     duplicates, and, when ``search`` is given and a source is gone, ask the golden questions
     (:func:`still_retrieved`). A book that cannot be read makes the four book findings not applicable, with the
@@ -213,7 +215,8 @@ def study(view: Any, collection: str, *, docs: str | None = None, sitemap: str |
     near = None
     try:
         near = near_duplicates(view, collection, chunks, bmap, cosine=near_duplicate_cosine,
-                               top_k=near_duplicate_top_k, max_full=max_full, sample_size=sample_size, seed=seed)
+                               top_k=near_duplicate_top_k, max_full=max_full, sample_size=sample_size, seed=seed,
+                               run_dir=run_dir)
     except ValidationError as exc:
         problems["near_duplicates"] = str(exc)
     golden = load_golden_set(golden_set) if golden_set else None
@@ -260,7 +263,7 @@ def run(ctx: NotebookRun, *, book_docs: str, book_sitemap: str, book_base_url: s
     s = study(ctx.store, ctx.collection, docs=bk.resolve_docs(book_docs), sitemap=book_sitemap or None,
               base_url=book_base_url or None, route_base=book_route_base or None, golden_set=golden_set or None,
               near_duplicate_cosine=near_duplicate_cosine, near_duplicate_top_k=near_duplicate_top_k,
-              search=ctx.retriever)
+              search=ctx.retriever, run_dir=ctx.shared_dir)
     return BookResult(s, changed_max_share=changed_max_share, thin_min_coverage=thin_min_coverage,
                       max_missing_pages=max_missing_pages, max_gone_sources=max_gone_sources,
                       max_near_duplicate_share=max_near_duplicate_share, near_duplicate_cosine=near_duplicate_cosine)

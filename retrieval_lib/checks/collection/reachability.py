@@ -41,6 +41,8 @@ gates, figures and tables.
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING
@@ -55,7 +57,7 @@ from retrieval_lib.collection.boilerplate import stock_page
 from retrieval_lib.errors import ValidationError
 from retrieval_lib.stores import ReadableStore
 from retrieval_lib.stores.base import require_vector
-from retrieval_lib.stores.scan import page_size
+from retrieval_lib.stores.scan import kept, page_size, shared
 from retrieval_lib.validation import whole_number
 from retrieval_lib.workbook.check import NotApplicable
 
@@ -63,7 +65,7 @@ if TYPE_CHECKING:
     from retrieval_lib.workbook.report import NotebookRun
 
 __all__ = ["run", "Reachability", "ReachStudy", "ChunkTable", "AntiHubEstimate", "measure", "read_chunks",
-           "neighbour_lists", "measure_offtopic", "MAX_FULL", "SAMPLE_SIZE", "REVERSE_DEPTH"]
+           "neighbour_lists", "run_neighbour_lists", "measure_offtopic", "MAX_FULL", "SAMPLE_SIZE", "REVERSE_DEPTH"]
 
 #: The gates this check records.
 GATES = (REACH_ANTIHUBS, REACH_HUBS, REACH_OFFTOPIC)
@@ -76,6 +78,8 @@ MAX_FULL = 5_000
 SAMPLE_SIZE = 1_000
 #: Nearest neighbours a sampled chunk's reachability is checked against.
 REVERSE_DEPTH = 50
+#: The name the pass's neighbour lists are kept under in the run folder (:func:`retrieval_lib.stores.scan.shared`).
+NEIGHBOURS = "neighbours"
 
 
 @dataclass
@@ -154,6 +158,44 @@ def neighbour_lists(store: ReadableStore, collection: str, table: ChunkTable, ro
             others = [r for r in found if r != row and r >= 0][:width]
             out[start + offset, :len(others)] = others
     return out
+
+
+def _ids_digest(ids: Sequence[str]) -> str:
+    return hashlib.sha256("\0".join(ids).encode("utf-8")).hexdigest()
+
+
+def _kept_neighbour_lists(run_dir: str | os.PathLike[str] | None, store: ReadableStore, collection: str,
+                          table: ChunkTable, rows: np.ndarray, *, width: int, batch_size: int, progress: bool,
+                          desc: str = "top-k queries") -> np.ndarray:
+    """:func:`neighbour_lists` of the pass, kept in the run folder for the run's other notebooks
+    (:func:`run_neighbour_lists`); the rows are the table's, so the table's ids (in order) are kept with them."""
+    def compute() -> dict[str, object]:
+        lists = neighbour_lists(store, collection, table, rows, width=width, batch_size=batch_size, progress=progress,
+                                desc=desc)
+        return {"ids": _ids_digest(table.ids), "rows": rows.tolist(), "lists": lists.tolist()}
+
+    found, reused = shared(run_dir, NEIGHBOURS, store, collection, ["vector"], compute)
+    if not reused or (found["ids"] == _ids_digest(table.ids) and found["rows"] == rows.tolist()
+                      and np.asarray(found["lists"]).shape[1:] == (width,)):
+        return np.asarray(found["lists"], dtype=np.int64).reshape(len(rows), width)
+    return neighbour_lists(store, collection, table, rows, width=width, batch_size=batch_size, progress=progress,
+                           desc=desc)  # kept by a pass with other parameters: this one queries for its own
+
+
+def run_neighbour_lists(run_dir: str | os.PathLike[str] | None, store: ReadableStore, collection: str,
+                        table: ChunkTable, *, width: int) -> tuple[np.ndarray, np.ndarray] | None:
+    """The neighbour lists notebook 10's pass kept in this run's folder, as ``(rows, lists)`` cut to ``width``
+    columns (a prefix of a longer list is the shorter list), with no query; None when there are none to reuse:
+    no run folder, the collection changed since, its chunks read in another order, or lists narrower than
+    ``width``."""
+    found = kept(run_dir, NEIGHBOURS, store, collection, ["vector"])
+    if found is None or found.get("ids") != _ids_digest(table.ids):
+        return None
+    rows = np.asarray(found["rows"], dtype=np.int64)
+    lists = np.asarray(found["lists"], dtype=np.int64).reshape(len(rows), -1)
+    if lists.shape[1] < width:
+        return None
+    return rows, lists[:, :width]
 
 
 def k_occurrence(lists: np.ndarray, points: int) -> np.ndarray:
@@ -264,7 +306,7 @@ def _reverse_check(store: ReadableStore, collection: str, table: ChunkTable, row
 def measure(store: ReadableStore, collection: str, *, top_k: int, max_full: int = MAX_FULL,
             sample_size: int = SAMPLE_SIZE, seed: int = 0, hub_sd: float = 3.0,
             reverse_depth: int = REVERSE_DEPTH, batch_size: int = 64, progress: bool = False,
-            table: ChunkTable | None = None) -> ReachStudy:
+            table: ChunkTable | None = None, run_dir: str | os.PathLike[str] | None = None) -> ReachStudy:
     """Query the collection with its own vectors and measure reachability (module docstring).
 
     Args:
@@ -275,6 +317,8 @@ def measure(store: ReadableStore, collection: str, *, top_k: int, max_full: int 
         reverse_depth: nearest neighbours checked per sampled chunk (sampled passes).
         batch_size: queries per batched request. progress: tqdm bars on stderr.
         table: the chunks, when already read (:func:`read_chunks`).
+        run_dir: the run folder: the pass's neighbour lists are kept there for notebook 16's near duplicates
+            (:func:`run_neighbour_lists`); None keeps nothing (an interactive kernel).
 
     Raises:
         ValidationError: a parameter out of range, or fewer than ``top_k + 1`` points.
@@ -293,7 +337,8 @@ def measure(store: ReadableStore, collection: str, *, top_k: int, max_full: int 
     wanted = n_points if n_points <= max_full else sample_size
     if wanted >= n_points:  # every chunk: exact
         rows = np.arange(n_points)
-        lists = neighbour_lists(store, collection, table, rows, width=top_k, batch_size=batch_size, progress=progress)
+        lists = _kept_neighbour_lists(run_dir, store, collection, table, rows, width=top_k, batch_size=batch_size,
+                                      progress=progress)
         occurrence = k_occurrence(lists, n_points)
         antihubs = [int(r) for r in np.flatnonzero(occurrence == 0)]
         share = len(antihubs) / n_points
@@ -307,8 +352,8 @@ def measure(store: ReadableStore, collection: str, *, top_k: int, max_full: int 
                           gini(occurrence), len(rows), hits=occurrence)
     rng = np.random.default_rng(seed)
     rows = np.sort(rng.choice(n_points, size=wanted, replace=False))
-    wide = neighbour_lists(store, collection, table, rows, width=max(top_k, reverse_depth), batch_size=batch_size,
-                           progress=progress, desc="sampled queries")
+    wide = _kept_neighbour_lists(run_dir, store, collection, table, rows, width=max(top_k, reverse_depth),
+                                 batch_size=batch_size, progress=progress, desc="sampled queries")
     lists = wide[:, :top_k]
     hits = k_occurrence(lists, n_points)
     f = wanted / n_points
@@ -349,7 +394,7 @@ def run(ctx: NotebookRun, *, golden_set: str | None, coverage_top_k: int, headin
         return NotApplicable(reason, GATES)
     study = measure(ctx.store, ctx.collection, top_k=reach_top_k, max_full=reach_max_full,
                     sample_size=reach_sample_size, seed=reach_seed, reverse_depth=reach_reverse_depth,
-                    progress=ctx.progress)
+                    progress=ctx.progress, run_dir=ctx.shared_dir)
     reach = None
     if questions:
         asked = measure_questions(ctx.retriever, top_k=coverage_top_k, headings_per_file=headings_per_file,

@@ -248,6 +248,42 @@ def test_foreign_maps_by_url_and_a_page_held_twice_is_near_duplicates(foreign_no
     assert gates["book.near_duplicates"] is False and s.near.share > 0.02
 
 
+class _CountingView(CollectionView):
+    """The collection as the checks read it, counting the queries sent."""
+
+    def __init__(self, store) -> None:
+        super().__init__(store)
+        self.queries = 0
+
+    def query_batch(self, *args, **kwargs):
+        self.queries += len(args[1])
+        return super().query_batch(*args, **kwargs)
+
+
+@pytest.mark.slow
+def test_in_a_run_near_duplicates_reuse_notebook_10s_neighbour_lists_with_no_query(foreign, foreign_now, tmp_path):
+    from retrieval_lib.checks.collection import reachability
+
+    store, root = foreign
+    run_dir = tmp_path / "run"
+    passed = _CountingView(store)
+    reachability.measure(passed, "theirs", top_k=10, run_dir=run_dir)  # notebook 10 keeps its lists in the run
+    assert passed.queries == len(reachability.read_chunks(store, "theirs"))  # one query per chunk, kept
+
+    view = _CountingView(store)
+    s = check.study(view, "theirs", docs=str(root / "now"), run_dir=run_dir)  # notebook 16, later in the run
+    assert view.queries == 0
+    assert "computed in this run, no query sent" in s.near.method
+    computed = foreign_now[0].near  # the same study computing its own lists (no run folder)
+    assert "computed here" in computed.method
+    assert (s.near.pairs, s.near.places, s.near.duplicate_places) == (
+        computed.pairs, computed.places, computed.duplicate_places)
+
+    wider = _CountingView(store)  # lists wider than notebook 10 kept cannot come from them: computed, and said
+    s = check.study(wider, "theirs", docs=str(root / "now"), run_dir=run_dir, near_duplicate_top_k=12)
+    assert wider.queries > 0 and "computed here" in s.near.method
+
+
 @pytest.mark.slow
 def test_a_base_url_that_matches_no_source_makes_the_book_findings_not_applicable(foreign):
     store, root = foreign
