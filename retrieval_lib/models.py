@@ -7,6 +7,7 @@ seed 004 for ``CollectionStats``). All are pydantic models, so
 
 from __future__ import annotations
 
+import hashlib
 from collections.abc import Collection
 from datetime import datetime
 from typing import Any
@@ -14,7 +15,18 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field
 
 __all__ = ["SEED003_FIELDS", "RESULT_FIELDS", "PAYLOAD_FIELDS", "SearchResult", "SearchResponse", "CollectionStats",
-           "UnreportedField"]
+           "UnreportedField", "query_id"]
+
+
+def query_id(text: str) -> str:
+    """A query's stable id: ``q`` + the first 10 hex digits of the SHA-1 of its whitespace-normalised text.
+
+    One rule for every file that keys queries by id (the run files' TREC/ranx runs and qrels, the judgments' TREC
+    qrels), so they join. Case and inner spacing count ("What is ROS2?" and "what is ros2?" are different queries);
+    leading and trailing spaces and runs of spaces do not.
+    """
+    norm = " ".join(text.split())
+    return "q" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:10]
 
 #: The fields seed 003 requires of every result (SC-004).
 SEED003_FIELDS: tuple[str, ...] = ("chunk_id", "snippet", "source_path", "slug", "title", "score")

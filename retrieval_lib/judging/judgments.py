@@ -25,7 +25,6 @@ same folder, then ``os.replace``), so a crash mid-write leaves the previous file
 
 from __future__ import annotations
 
-import hashlib
 import os
 from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
@@ -35,6 +34,7 @@ from typing import Any
 
 from retrieval_lib.errors import ParamsError, ValidationError
 from retrieval_lib.files import write_text_atomic
+from retrieval_lib.models import query_id
 from retrieval_lib.params import read_yaml, resolve_path
 
 __all__ = ["GRADES", "Judgment", "JudgmentFile", "StaleJudgment", "load_judgments", "save_judgments",
@@ -276,11 +276,6 @@ def split_stale(judgments: Iterable[Judgment],
 
 
 # --------------------------------------------------------------------------- qrels
-
-def query_id(query: str) -> str:
-    """A stable TREC query id for a query text (``q`` + 10 hex digits of its sha256)."""
-    return "q" + hashlib.sha256(query.strip().encode("utf-8")).hexdigest()[:10]
-
 
 def to_qrels(judgments: Iterable[Judgment], *, ids: bool = False) -> dict[str, dict[str, int]]:
     """Judgments as qrels ``{query: {chunk_id: grade}}`` (keyed by :func:`query_id` when ``ids``).

@@ -14,12 +14,12 @@ A notebook that runs queries writes ``runs/<notebook>.json`` under its run folde
 ``run`` and ``qrels`` are exactly ranx's dict forms (``ranx.Run(doc["run"])``, ``ranx.Qrels(doc["qrels"])``);
 each query's chunks are listed in rank order (JSON keeps it), and ``chunks`` names each one's source file and
 page once for all queries, which keeps the file small. A query id is derived from the query text alone
-(:func:`query_id`), so the same query has the same id in every run and every notebook.
+(:func:`retrieval_lib.models.query_id`, the one rule), so the same query has the same id in every run, every
+notebook and the judgments' qrels.
 """
 
 from __future__ import annotations
 
-import hashlib
 import json
 import os
 from collections.abc import Iterable, Mapping, Sequence
@@ -29,7 +29,7 @@ from typing import Any
 
 from retrieval_lib.errors import ConfigurationError, ValidationError
 from retrieval_lib.files import write_text_atomic
-from retrieval_lib.models import SearchResponse
+from retrieval_lib.models import SearchResponse, query_id
 
 __all__ = ["FORMAT", "RUNS_FOLDER", "RunFile", "query_id", "write_run", "read_run", "read_runs"]
 
@@ -37,16 +37,6 @@ FORMAT = "retrieval_lib.runfile/1"
 #: The folder of a run that holds its run files.
 RUNS_FOLDER = "runs"
 _QUERY_SETS = ("fixed", "derived")
-
-
-def query_id(text: str) -> str:
-    """A stable id for a query: ``q`` + the first 10 hex digits of the SHA-1 of its whitespace-normalised text.
-
-    Case and inner spacing count ("What is ROS2?" and "what is ros2?" are different queries); leading and
-    trailing spaces and runs of spaces do not.
-    """
-    norm = " ".join(text.split())
-    return "q" + hashlib.sha1(norm.encode("utf-8")).hexdigest()[:10]
 
 
 @dataclass

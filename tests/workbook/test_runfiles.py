@@ -43,6 +43,18 @@ def test_written_run_keeps_rank_order_sources_qrels_and_settings(tmp_path):
     assert read_runs(tmp_path)["05_golden_set"].run == rf.run
 
 
+def test_the_judgments_qrels_and_a_run_file_key_a_query_alike(tmp_path):
+    """A user joins the judgments' exported qrels with a run file's TREC run (ranx, trec_eval): one id a query."""
+    from retrieval_lib.judging.judgments import Judgment, qrels_text, to_qrels
+
+    typed = "What is  ROS2? "  # spacing as a person types it
+    judgment = Judgment(typed, "c1", "0" * 64, 2, "ann", "2026-11-28T04:00:00Z")
+    rf = read_run(write_run(NotebookReport("05_golden_set", "t", tmp_path), [response(typed, [("c1", 0.9, "a.md")])],
+                            kinds="golden", top_k=5))
+    assert set(to_qrels([judgment], ids=True)) == set(rf.run) == {query_id("What is ROS2?")}
+    assert qrels_text([judgment]) == f"{query_id('What is ROS2?')} 0 c1 2\n"
+
+
 def test_pairs_as_qrels_merge_per_query(tmp_path):
     report = NotebookReport("03_x", "t", tmp_path)
     path = write_run(report, [response("h", [("c1", 0.5, "a.md")])], kinds="heading", top_k=5,
