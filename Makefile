@@ -141,8 +141,13 @@ docs: setup
 
 # JupyterLab with the project kernel, on this machine only (127.0.0.1), rooted at the project so params/ and
 # outputs/ are one click away; it opens on notebooks/. Only the project's kernel is offered. Jupyter refuses to
-# run as root unless told, which containers often are.
+# run as root unless told, which containers often are. It asks nothing of the internet at start: no "get notified
+# about official Jupyter news?" prompt and no update check (the defaults are set in the venv's overrides.json;
+# Settings > Notifications turns them on).
+LAB_OVERRIDES := $(VENV)/share/jupyter/lab/settings/overrides.json
 lab: setup
+	@mkdir -p $(dir $(LAB_OVERRIDES))
+	@test -f $(LAB_OVERRIDES) || echo '{"@jupyterlab/apputils-extension:notification": {"fetchNews": "false", "checkForUpdates": false}}' > $(LAB_OVERRIDES)
 	$(VENV)/bin/jupyter lab --ip=127.0.0.1 --ServerApp.root_dir=. --LabApp.default_url=/lab/tree/notebooks \
 		--KernelSpecManager.allowed_kernelspecs=$(KERNEL) --KernelSpecManager.ensure_native_kernel=False \
 		--MappingKernelManager.default_kernel_name=$(KERNEL) \
