@@ -216,18 +216,26 @@ def _wait_for(condition, seconds: float = 30) -> None:
         time.sleep(0.02)
 
 
+#: Seconds a query batch of the SIGTERM test is embedded: the window in which the test sees the last batch start and
+#: sends its signal, far longer than that takes on a loaded machine (with 1 s, a late signal could find nothing in
+#: flight), and shorter than the 10 s the service gives the requests in flight.
+IN_FLIGHT_S = 3.0
+
+
 def test_sigterm_lets_the_requests_in_flight_finish(figure_line):
-    with slow_service(delay=1.0, shutdown_timeout=10) as (proc, url, out):
+    with slow_service(delay=IN_FLIGHT_S, shutdown_timeout=10) as (proc, url, out):
         def one(i: int) -> httpx.Response:
             return httpx.post(url + "/search", json={"query": f"ROS 2 nodes {i}"}, trust_env=False, timeout=30)
 
         with ThreadPoolExecutor(4) as pool:
             futures = [pool.submit(one, i) for i in range(4)]
             # every query has reached the embedder (the first alone, the others queued behind it as one
-            # batch): at least three requests are in flight, their batch being embedded for 1 s
+            # batch): at least three requests are in flight, their batch being embedded for IN_FLIGHT_S
             _wait_for(lambda: sum(int(line.split()[1]) for line in out if line.startswith("embedding")) == 4)
+            in_flight = sum(not f.done() for f in futures)
             t0 = time.monotonic()
             proc.send_signal(signal.SIGTERM)
+            assert in_flight >= 3, f"{in_flight} request(s) in flight at SIGTERM: nothing left to finish"
             answers = [f.result() for f in futures]
         code = proc.wait(30)
         seconds = time.monotonic() - t0
@@ -237,8 +245,8 @@ def test_sigterm_lets_the_requests_in_flight_finish(figure_line):
     assert code in (0, -signal.SIGTERM) and "Traceback" not in stderr
     logged = [json.loads(line) for line in stderr.splitlines() if line.startswith("{")]
     assert sorted(line["status"] for line in logged if line["route"] == "/search") == [200] * 4
-    figure_line(f"service: SIGTERM with 4 requests in flight (embedding 1 s a batch): 4 answered 200, exit in "
-                f"{seconds:.1f} s")
+    figure_line(f"service: SIGTERM with {in_flight} requests in flight (embedding {IN_FLIGHT_S:g} s a batch): "
+                f"4 answered 200, exit in {seconds:.1f} s")
 
 
 def test_sigterm_exits_within_the_bound_when_a_request_hangs():

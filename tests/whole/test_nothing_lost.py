@@ -23,6 +23,7 @@ import pytest
 import yaml
 from fakes.cohere_server import FakeCohere
 from fakes.proxies import direct_env
+from run_progress import wait_for_running_cell
 
 from retrieval_lib.stores.qdrant import VectorStore
 
@@ -115,14 +116,9 @@ def test_batch_run_killed_midway_is_marked_incomplete_and_earlier_runs_survive(t
 
     proc = start(slow)
     try:
-        deadline = time.monotonic() + 60
-        run_dir = None
-        while run_dir is None and time.monotonic() < deadline:
-            new = [p for p in out.iterdir() if p != earlier_dir and (p / "summary.json").exists()]
-            run_dir = new[0] if new else None
-            time.sleep(0.2)
-        assert run_dir is not None
-        time.sleep(3)
+        # midway, by the event rather than a fixed pause: notebook 01's 60 s cell is running
+        run_dir = wait_for_running_cell(proc, out, "01_passes.ipynb", "time.sleep(sleep_s)", earlier=[earlier_dir],
+                                        timeout=120)
         proc.kill()  # SIGKILL: no handler runs, nothing gets to tidy up
         proc.wait(timeout=30)
     finally:

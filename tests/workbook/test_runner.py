@@ -12,12 +12,12 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from pathlib import Path
 
 import corpus
 import pytest
 import yaml
+from run_progress import wait_for_running_cell
 from warm_cli import run_cli
 
 from retrieval_lib.errors import ParamsError, ValidationError
@@ -198,15 +198,10 @@ def test_interrupted_run_is_marked_and_earlier_runs_stay_intact(tmp_path):
             f"progress=False, notebook_dir={str(FIXTURES)!r}); sys.exit(r.exit_code)")
     proc = subprocess.Popen([sys.executable, "-c", code], stdout=subprocess.PIPE, stderr=subprocess.PIPE)
     try:
-        deadline = time.monotonic() + 60
-        new_dir = None
-        while time.monotonic() < deadline and new_dir is None:  # wait until the slow notebook is running
-            dirs = [p for p in (tmp_path / "out").iterdir() if p != earlier.run_dir]
-            if dirs and (dirs[0] / "summary.json").exists():
-                new_dir = dirs[0]
-            time.sleep(0.2)
-        assert new_dir is not None, "the run never started"
-        time.sleep(4)
+        # the event, not a fixed pause: the slow notebook's sleeping cell is running (a fixed 4 s pause would
+        # send the signal during the kernel's start wherever that start takes longer)
+        new_dir = wait_for_running_cell(proc, tmp_path / "out", "01_passes.ipynb", "time.sleep(sleep_s)",
+                                        earlier=[earlier.run_dir], timeout=120)
         proc.send_signal(signal.SIGTERM)
         proc.wait(timeout=60)
     finally:

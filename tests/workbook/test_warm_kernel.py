@@ -73,6 +73,17 @@ def _kernel_pid(kc) -> int:
     return int(reply["content"]["user_expressions"]["pid"]["data"]["text/plain"])
 
 
+def _wait_until_running(kc, msg_id: str, timeout: float = 60) -> None:
+    """Until the kernel says it runs the request ``msg_id`` (its ``execute_input`` on iopub)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        remaining = deadline - time.monotonic()
+        assert remaining > 0, f"the kernel did not start running the cell within {timeout:g} s"
+        msg = kc.get_iopub_msg(timeout=remaining)
+        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_input":
+            return
+
+
 def _parent_cmdline(pid: int) -> str:
     with open(f"/proc/{pid}/stat", encoding="utf-8") as stat:
         ppid = int(stat.read().rsplit(")", 1)[1].split()[1])
@@ -105,7 +116,7 @@ def test_the_managers_interrupt_and_kill_reach_the_warm_kernel():
         assert "kernel_zygote.py" in _parent_cmdline(pid)  # the warm path served it
         started = time.monotonic()
         msg_id = kc.execute("import time; time.sleep(60)")
-        time.sleep(1.0)
+        _wait_until_running(kc, msg_id)  # the event, not a pause: an interrupt before it would find no cell to stop
         km.interrupt_kernel()
         reply = kc.get_shell_msg(timeout=30)
         assert reply["parent_header"]["msg_id"] == msg_id
