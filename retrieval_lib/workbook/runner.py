@@ -25,6 +25,7 @@ import json
 import os
 import re
 import signal
+import threading
 import time
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -144,22 +145,31 @@ def _new_run_dir(parent: Path, profile: str) -> Path:
     raise ConfigurationError(f"cannot create a new run folder under {parent}", option="--out")
 
 
-def _ipc_kernel_manager(metrics_file: Path | None = None) -> type:
-    """A KernelManager that talks to its kernel over Unix sockets in the temp folder.
+def _ipc_kernel_manager(metrics_file: Path | None = None, stopping: threading.Event | None = None) -> type:
+    """An asynchronous KernelManager that talks to its kernel over Unix sockets in the temp folder.
 
     Kernels inherit the environment, API keys included; over IPC they listen on
     no TCP port at all (and do not warn about unencrypted TCP on every start).
+
+    Asynchronous, as papermill's own default is: nbclient then waits for a cell's output on the event loop, which
+    checks every second that the kernel is alive and keeps the cell timeout. With a synchronous manager it waited
+    in a blocking read with no timeout: a kernel that died in a cell (killed for memory, a crash in native code)
+    hung the run for good, and a SIGTERM or Ctrl-C to the run waited for the cell to end.
 
     Given the notebook's ``metrics_file``, the kernel is shut down at once (killed,
     not asked to exit) when that file says the notebook completed: ``run.finish()``
     has saved everything and closed the store, and a graceful exit only waits for
     the kernel (1-3 s a notebook). A notebook that failed gets the graceful exit, so
     its ``atexit`` hooks (e.g. stopping the service 08 started) still run.
+
+    Given ``stopping``, set when the run is stopped (SIGTERM, Ctrl-C) in the middle of a cell, the kernel is
+    killed at once too, with its process group (anything its notebook started, such as 08's service): a graceful
+    exit would close its sockets under the running cell, which it reports with a traceback on the run's stderr.
     """
     import tempfile
     import uuid
 
-    from jupyter_client.manager import KernelManager
+    from jupyter_client.manager import AsyncKernelManager
     from traitlets import default
 
     def completed() -> bool:
@@ -169,7 +179,7 @@ def _ipc_kernel_manager(metrics_file: Path | None = None) -> type:
             return False
         return isinstance(data, dict) and data.get("status") == "complete"
 
-    class IPCKernelManager(KernelManager):
+    class IPCKernelManager(AsyncKernelManager):
         @default("transport")
         def _default_transport(self) -> str:
             return "ipc"
@@ -178,8 +188,9 @@ def _ipc_kernel_manager(metrics_file: Path | None = None) -> type:
         def _default_ip(self) -> str:
             return os.path.join(tempfile.gettempdir(), f"retrieval-lib-kernel-{uuid.uuid4().hex[:12]}")
 
-        def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:
-            super().shutdown_kernel(now=now or (not restart and completed()), restart=restart)
+        async def shutdown_kernel(self, now: bool = False, restart: bool = False) -> None:  # type: ignore[override]
+            stopped = stopping is not None and stopping.is_set()
+            await super().shutdown_kernel(now=now or stopped or (not restart and completed()), restart=restart)
 
     return IPCKernelManager
 
@@ -344,25 +355,31 @@ def _run(loaded: Profile, selected: list[Path], folder: Path | None, out_dir: st
     summary["notebooks_not_run"] = [n for n in summary["notebooks_available"] if n not in summary["notebooks"]]
     _write_json(run_dir / "summary.json", summary)
 
-    if prefetch is not None:
-        summary["embedding_prefetch"] = prefetch_run(prefetch, params, selected, run_dir, progress=progress)
-        _write_json(run_dir / "summary.json", summary)
-    kernel = _kernel_name()
     outcomes: list[NotebookOutcome] = []
-    previous = signal.getsignal(signal.SIGTERM)
+    stopping = threading.Event()  # set by SIGTERM or Ctrl-C: the running notebook's kernel is killed at once
+    # (a signal the parent set to be ignored, as a shell does for a background job's Ctrl-C, stays ignored)
+    previous = {sig: handler for sig in (signal.SIGTERM, signal.SIGINT)
+                if (handler := signal.getsignal(sig)) is not signal.SIG_IGN}
 
-    def _on_term(signum, frame):  # a polite kill ends the run like Ctrl-C
-        raise _Terminated()
+    def _on_stop(signum, frame):  # a polite kill ends the run like Ctrl-C, from the prefetch on
+        stopping.set()
+        raise KeyboardInterrupt() if signum == signal.SIGINT else _Terminated()
 
     try:
-        signal.signal(signal.SIGTERM, _on_term)
+        for sig in previous:
+            signal.signal(sig, _on_stop)
     except ValueError:  # not the main thread
-        previous = None
-    bar = tqdm(selected, desc="notebooks", unit="nb", disable=not progress)
+        previous = {}
+    bar = None
     try:
+        if prefetch is not None:
+            summary["embedding_prefetch"] = prefetch_run(prefetch, params, selected, run_dir, progress=progress)
+            _write_json(run_dir / "summary.json", summary)
+        kernel = _kernel_name()
+        bar = tqdm(selected, desc="notebooks", unit="nb", disable=not progress)
         for nb in bar:
             bar.set_postfix_str(nb.stem)
-            outcomes.append(_run_one(pm, nb, params, run_dir, kernel, timeout_per_cell))
+            outcomes.append(_run_one(pm, nb, params, run_dir, kernel, timeout_per_cell, stopping))
             summary["validated"] = _validated(outcomes)
             summary["outcomes"] = [asdict(o) for o in outcomes]
             _write_json(run_dir / "summary.json", summary)
@@ -370,9 +387,10 @@ def _run(loaded: Profile, selected: list[Path], folder: Path | None, out_dir: st
     except (KeyboardInterrupt, _Terminated):
         summary["status"] = "interrupted"
     finally:
-        bar.close()
-        if previous is not None:
-            signal.signal(signal.SIGTERM, previous)
+        if bar is not None:
+            bar.close()
+        for sig, handler in previous.items():
+            signal.signal(sig, handler)
         finished = datetime.now(UTC)
         summary["finished"] = finished.isoformat(timespec="seconds")
         summary["duration_s"] = round((finished - started).total_seconds(), 1)
@@ -395,7 +413,8 @@ def _run(loaded: Profile, selected: list[Path], folder: Path | None, out_dir: st
 _FROM_METRICS = ("title", "gates", "metrics", "findings", "figures", "tables", "context", "units", "specification")
 
 
-def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, timeout: int) -> NotebookOutcome:
+def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, timeout: int,
+             stopping: threading.Event | None = None) -> NotebookOutcome:
     declared = set(pm.inspect_notebook(str(nb)))
     nb_params = {k: v for k, v in params.items() if k in declared and k not in RESERVED_KEYS}
     if "run_dir" in declared:
@@ -407,7 +426,7 @@ def _run_one(pm, nb: Path, params: dict[str, Any], run_dir: Path, kernel: str, t
         pm.execute_notebook(
             str(nb), str(executed), parameters=nb_params, kernel_name=kernel, cwd=str(PROJECT_ROOT),
             progress_bar=False, log_output=False, execution_timeout=timeout,
-            kernel_manager_class=_ipc_kernel_manager(run_dir / "metrics" / f"{nb.stem}.json"),
+            kernel_manager_class=_ipc_kernel_manager(run_dir / "metrics" / f"{nb.stem}.json", stopping),
         )
     except pm.PapermillExecutionError as err:
         error = f"cell {err.exec_count}: {err.ename}: {err.evalue}".splitlines()[0][:500]

@@ -2,7 +2,7 @@
 
 tests/fixtures/notebooks/: 01_passes (one gate from parameters), 02_raises (an
 exception before saving), 03_gate (same gate, another name), 04_no_metrics
-(finishes without writing metrics.json).
+(finishes without writing metrics.json), 07_dies (its kernel is killed in a cell).
 """
 
 from __future__ import annotations
@@ -12,6 +12,7 @@ import os
 import signal
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import corpus
@@ -192,7 +193,7 @@ def test_unknown_notebook_selection_lists_the_notebooks():
 def test_interrupted_run_is_marked_and_earlier_runs_stay_intact(tmp_path):
     earlier = run(tmp_path, "01", gate_value=1, threshold=1)
     earlier_summary = (earlier.run_dir / "summary.json").read_text()
-    params = write_params(tmp_path, "slow.yaml", gate_value=1, threshold=1, sleep_s=20)
+    params = write_params(tmp_path, "slow.yaml", gate_value=1, threshold=1, sleep_s=90)
     code = ("import sys; from retrieval_lib.workbook.runner import run_workbook; "
             f"r = run_workbook({str(params)!r}, notebooks='01,03', out_dir={str(tmp_path / 'out')!r}, "
             f"progress=False, notebook_dir={str(FIXTURES)!r}); sys.exit(r.exit_code)")
@@ -202,17 +203,41 @@ def test_interrupted_run_is_marked_and_earlier_runs_stay_intact(tmp_path):
         # send the signal during the kernel's start wherever that start takes longer)
         new_dir = wait_for_running_cell(proc, tmp_path / "out", "01_passes.ipynb", "time.sleep(sleep_s)",
                                         earlier=[earlier.run_dir], timeout=120)
+        t0 = time.monotonic()
         proc.send_signal(signal.SIGTERM)
-        proc.wait(timeout=60)
+        proc.wait(timeout=90)
+        stopped_in = time.monotonic() - t0
     finally:
         if proc.poll() is None:
             proc.kill()
+    # the run stops in the cell, not after it: its 90 s sleep is cut short (a run that waited for the cell, as one
+    # with a synchronous kernel client did, would take the rest of the 90 s), and the kernel is killed quietly
+    assert stopped_in < 45, f"the run took {stopped_in:.0f} s to stop: it waited for the cell"
+    assert "Traceback" not in proc.stderr.read().decode()
     summary = json.loads((new_dir / "summary.json").read_text())
     assert summary["status"] == "interrupted"
     assert summary["passed"] is False
     assert proc.returncode == 2
     assert "interrupted" in (new_dir / "index.html").read_text()
     assert (earlier.run_dir / "summary.json").read_text() == earlier_summary
+
+
+def test_a_run_stopped_while_it_embeds_its_queries_is_reported_as_interrupted(tmp_path):
+    """SIGTERM during the prefetch (the run's first long step: a model loads, every query is embedded) is caught
+    like one during a notebook: the report is written, marked interrupted; the handler is given back after."""
+    def stopped_while_embedding(params, notebooks, settings):
+        os.kill(os.getpid(), signal.SIGTERM)
+        time.sleep(30)  # the handler raises in this sleep
+        raise AssertionError("the run was not stopped")
+
+    before = signal.getsignal(signal.SIGTERM)
+    result = run_workbook(write_params(tmp_path, gate_value=1, threshold=1), notebooks="01", out_dir=tmp_path / "out",
+                          progress=False, notebook_dir=FIXTURES, prefetch=stopped_while_embedding)
+    assert signal.getsignal(signal.SIGTERM) is before
+    summary = json.loads((result.run_dir / "summary.json").read_text())
+    assert (summary["status"], summary["passed"], summary["outcomes"], result.exit_code) == (
+        "interrupted", False, [], 2)
+    assert "interrupted" in result.index_html.read_text()
 
 
 def test_cli_run_with_secret_param_exits_2_with_one_line(tmp_path):
@@ -223,9 +248,14 @@ def test_cli_run_with_secret_param_exits_2_with_one_line(tmp_path):
     assert proc.stderr.count("\n") == 1 and proc.stderr.startswith("error:")
 
 
-@pytest.mark.parametrize(("status", "killed"), [("complete", True), ("error", False), (None, False)])
-def test_kernel_is_killed_at_once_only_after_its_notebook_completed(tmp_path, monkeypatch, status, killed):
-    from jupyter_client.manager import KernelManager
+@pytest.mark.parametrize(("status", "stopped", "killed"),
+                         [("complete", False, True), ("error", False, False), (None, False, False), (None, True, True)])
+def test_kernel_is_killed_at_once_only_after_its_notebook_completed_or_when_the_run_stops(tmp_path, monkeypatch,
+                                                                                          status, stopped, killed):
+    import asyncio
+    import threading
+
+    from jupyter_client.manager import AsyncKernelManager
 
     from retrieval_lib.workbook.runner import _ipc_kernel_manager
 
@@ -233,6 +263,25 @@ def test_kernel_is_killed_at_once_only_after_its_notebook_completed(tmp_path, mo
     if status:
         metrics.write_text(json.dumps({"status": status}))
     asked: list[bool] = []
-    monkeypatch.setattr(KernelManager, "shutdown_kernel", lambda self, now=False, restart=False: asked.append(now))
-    _ipc_kernel_manager(metrics)().shutdown_kernel(now=False)
-    assert asked == [killed]  # a failed notebook exits gracefully: its atexit hooks (08's service) still run
+
+    async def shutdown(self, now=False, restart=False):
+        asked.append(now)
+
+    monkeypatch.setattr(AsyncKernelManager, "shutdown_kernel", shutdown)
+    stopping = threading.Event()
+    if stopped:
+        stopping.set()
+    asyncio.run(_ipc_kernel_manager(metrics, stopping)().shutdown_kernel(now=False))
+    # a failed notebook exits gracefully: its atexit hooks (08's service) still run; a stopped run kills its kernel's
+    # process group at once (08's service with it), as a graceful exit would close its sockets under a running cell
+    assert asked == [killed]
+
+
+def test_a_notebook_whose_kernel_dies_is_an_error_and_the_run_goes_on(tmp_path):
+    """A kernel killed in a cell (out of memory, a crash in native code): the notebook is an error that says so, at
+    once, and the next notebook runs. (With a synchronous kernel client the run waited for that cell for good.)"""
+    result = run(tmp_path, "07,01", gate_value=1, threshold=1)
+    status = {o.notebook: o.status for o in result.outcomes}
+    assert status == {"07_dies": "error", "01_passes": "passed"} and result.exit_code == 2
+    error = next(o for o in result.outcomes if o.notebook == "07_dies").error
+    assert "DeadKernelError" in error and "died" in error, error
