@@ -73,14 +73,21 @@ def _kernel_pid(kc) -> int:
     return int(reply["content"]["user_expressions"]["pid"]["data"]["text/plain"])
 
 
+#: What the interrupted cell prints before it sleeps: seen on iopub, the cell's own code is running.
+RUNNING = "cell running"
+
+
 def _wait_until_running(kc, msg_id: str, timeout: float = 60) -> None:
-    """Until the kernel says it runs the request ``msg_id`` (its ``execute_input`` on iopub)."""
+    """Until the cell of request ``msg_id`` prints :data:`RUNNING`. Not its ``execute_input``: the kernel publishes
+    that before it runs the code, and an interrupt in between is caught by the kernel itself ("KeyboardInterrupt
+    caught in kernel"), with no reply to the request (seen once on a fresh clone)."""
     deadline = time.monotonic() + timeout
     while True:
         remaining = deadline - time.monotonic()
         assert remaining > 0, f"the kernel did not start running the cell within {timeout:g} s"
         msg = kc.get_iopub_msg(timeout=remaining)
-        if msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "execute_input":
+        if (msg["parent_header"].get("msg_id") == msg_id and msg["msg_type"] == "stream"
+                and RUNNING in msg["content"].get("text", "")):
             return
 
 
@@ -115,7 +122,7 @@ def test_the_managers_interrupt_and_kill_reach_the_warm_kernel():
         pid = _kernel_pid(kc)
         assert "kernel_zygote.py" in _parent_cmdline(pid)  # the warm path served it
         started = time.monotonic()
-        msg_id = kc.execute("import time; time.sleep(60)")
+        msg_id = kc.execute(f"import time; print({RUNNING!r}, flush=True); time.sleep(60)")
         _wait_until_running(kc, msg_id)  # the event, not a pause: an interrupt before it would find no cell to stop
         km.interrupt_kernel()
         reply = kc.get_shell_msg(timeout=30)
