@@ -235,7 +235,9 @@ def test_sigterm_lets_the_requests_in_flight_finish(figure_line):
             in_flight = sum(not f.done() for f in futures)
             t0 = time.monotonic()
             proc.send_signal(signal.SIGTERM)
-            assert in_flight >= 3, f"{in_flight} request(s) in flight at SIGTERM: nothing left to finish"
+            # the premise: the last batch (how the 4 split into batches depends on when they arrive) is still being
+            # embedded when the signal lands, so there is something to let finish
+            assert in_flight >= 1, f"{in_flight} request(s) in flight at SIGTERM: nothing left to finish"
             answers = [f.result() for f in futures]
         code = proc.wait(30)
         seconds = time.monotonic() - t0
