@@ -179,14 +179,16 @@ def terminal_lines(summary: dict[str, Any], *, quiet: bool = False) -> list[str]
     failed = [g for g in gates if gate_state(g) == "failed"]
     na = [g for g in gates if gate_state(g) == "not applicable"]
     judged = len(gates) - len(na)
-    ran = summary.get("notebooks", [])
+    selected = len(summary.get("notebooks", []))
+    # a run stopped midway says how many of its notebooks finished, as its report page does
+    ran = f"{selected} notebooks" if summary.get("status") == "complete" else \
+        f"{len(summary.get('outcomes', []))} of {selected} notebooks finished"
     head = (f"{v.word} {len(failed)} of {judged} gates failed" if gates else f"{v.word} no gates recorded")
     if v.word == "PASSED":
         head = f"PASSED {judged} gates" if na else f"PASSED all {judged} gates"
     if na:
         head += f" · {len(na)} not applicable"
-    line = (f"{head} · {len(ran)} notebooks · {duration_text(summary.get('duration_s'))} · "
-            f"{validated_text(summary)}")
+    line = f"{head} · {ran} · {duration_text(summary.get('duration_s'))} · {validated_text(summary)}"
     if quiet:
         return [line]
     lines = [line]

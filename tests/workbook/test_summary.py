@@ -85,6 +85,10 @@ def test_passing_errored_and_interrupted_runs_have_their_own_verdict():
         in terminal_lines(errored)
     interrupted = summary([], [], status="interrupted")
     assert verdict(interrupted).word == "INTERRUPTED" and "results are partial" in verdict(interrupted).sentence
+    # the line counts the notebooks that finished, not those the run was asked for
+    stopped = summary([gate("g", True, 1, 1, rule=">=")], [{"notebook": "02_score_distributions", "status": "passed",
+                                                           "seconds": 3.0, "error": None}], status="interrupted")
+    assert terminal_lines(stopped)[0].startswith("INTERRUPTED 0 of 1 gates failed · 1 of 2 notebooks finished · ")
 
 
 @pytest.mark.parametrize("g, expected", [
