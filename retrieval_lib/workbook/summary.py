@@ -142,7 +142,8 @@ def embedding_text(embedding: dict[str, Any] | None) -> str:
     if not embedding:
         return "not recorded"
     pre = embedding.get("prefetch") or {}
-    parts = [f"{embedding.get('calls', 0)} calls for {embedding.get('texts', 0)} texts"]
+    calls, texts = embedding.get("calls", 0), embedding.get("texts", 0)
+    parts = [f"{calls} call{'' if calls == 1 else 's'} for {texts} text{'' if texts == 1 else 's'}"]
     if pre:
         parts.append(f"prefetch {pre.get('calls', 0)} for the run's {pre.get('queries', 0)} distinct queries"
                      + (f" (failed: {pre['error']})" if pre.get("error") else ""))

@@ -72,6 +72,7 @@ def test_the_run_says_which_embed_calls_it_made():
     assert "prefetch 1 for the run's 281 distinct queries (failed: EmbeddingServiceError: down)" in \
         terminal_lines(run)[-1]
     assert embedding_text(None) == "not recorded"
+    assert embedding_text({"calls": 1, "texts": 1, "notebooks": {}}) == "1 call for 1 text · notebooks: none sent any"
 
 
 def test_passing_errored_and_interrupted_runs_have_their_own_verdict():
