@@ -12,8 +12,8 @@ from typing import Any
 
 from retrieval_lib.workbook.report import gate_state
 
-__all__ = ["Verdict", "verdict", "format_value", "rule_text", "gate_hint", "terminal_lines", "embedding_text",
-           "duration_text", "provenance_text", "data_text"]
+__all__ = ["Verdict", "verdict", "notebooks_text", "format_value", "rule_text", "gate_hint", "terminal_lines",
+           "embedding_text", "duration_text", "provenance_text", "data_text"]
 
 _AT_LEAST = {">=": "at least", ">": "more than"}
 _AT_MOST = {"<=": "at most", "<": "less than"}
@@ -34,8 +34,7 @@ def verdict(summary: dict[str, Any]) -> Verdict:
     errored = [o for o in outcomes if o.get("status") == "error"]
     status = summary.get("status")
     if status != "complete":
-        return Verdict(str(status or "incomplete").upper(),
-                       f"Run {status}: {len(outcomes)} of {len(summary.get('notebooks', []))} notebooks finished; "
+        return Verdict(str(status or "incomplete").upper(), f"Run {status}: {notebooks_text(summary)}; "
                        "results are partial", 2, "warn")
     if errored:
         names = ", ".join(o["notebook"] for o in errored)
@@ -47,6 +46,14 @@ def verdict(summary: dict[str, Any]) -> Verdict:
     if failed:
         return Verdict("FAILED", f"{len(failed)} of {judged} gates failed{tail}", 1, "bad")
     return Verdict("PASSED", f"All {judged} gates passed{tail}", 0, "ok")
+
+
+def notebooks_text(summary: dict[str, Any]) -> str:
+    """``15 notebooks`` for a finished run; ``3 of 15 notebooks finished`` for one stopped midway."""
+    selected = len(summary.get("notebooks", []))
+    if summary.get("status") == "complete":
+        return f"{selected} notebooks"
+    return f"{len(summary.get('outcomes', []))} of {selected} notebooks finished"
 
 
 def format_value(value: Any, unit: str = "") -> str:
@@ -180,16 +187,13 @@ def terminal_lines(summary: dict[str, Any], *, quiet: bool = False) -> list[str]
     failed = [g for g in gates if gate_state(g) == "failed"]
     na = [g for g in gates if gate_state(g) == "not applicable"]
     judged = len(gates) - len(na)
-    selected = len(summary.get("notebooks", []))
-    # a run stopped midway says how many of its notebooks finished, as its report page does
-    ran = f"{selected} notebooks" if summary.get("status") == "complete" else \
-        f"{len(summary.get('outcomes', []))} of {selected} notebooks finished"
     head = (f"{v.word} {len(failed)} of {judged} gates failed" if gates else f"{v.word} no gates recorded")
     if v.word == "PASSED":
         head = f"PASSED {judged} gates" if na else f"PASSED all {judged} gates"
     if na:
         head += f" · {len(na)} not applicable"
-    line = f"{head} · {ran} · {duration_text(summary.get('duration_s'))} · {validated_text(summary)}"
+    line = (f"{head} · {notebooks_text(summary)} · {duration_text(summary.get('duration_s'))} · "
+            f"{validated_text(summary)}")
     if quiet:
         return [line]
     lines = [line]
