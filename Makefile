@@ -5,7 +5,7 @@ PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.installed
 KERNEL := retrieval-lib
 
-.PHONY: setup demo demo-http demo-chatbot test test-sdk test-browser lint docs nbval nbval-portable lab sample bench bench-scale refresh clean
+.PHONY: setup demo demo-http demo-chatbot test test-slow test-all test-sdk test-browser lint docs nbval nbval-portable lab sample bench bench-scale refresh clean
 
 setup: $(STAMP)
 
@@ -91,20 +91,33 @@ demo-http: sample
 	      "the same" if not diff else "DIFFERENT: " + ", ".join(diff)); \
 	sys.exit(1 if diff or writes or runs[0]["passed"] != runs[1]["passed"] else 0)'
 
-# Every core and one worker more: pytest-xdist runs the suite in parallel, then nbval compares the stored notebook
-# outputs. Many tests wait (a timeout, a retry's pause, a server or a kernel starting), so a worker beyond the cores
-# keeps them busy (on 2 cores, 3 workers: 7 min 38 s against 8 min 11 s for 2, the same CPU, one clone, 2026-11-27).
+# Two tiers. `make test` is the suite a change is tried against (its target: 8 minutes on a fresh 2-core clone): every
+# test but those marked slow, then nbval over the stored notebook outputs. `make test-slow` is the end-to-end tier,
+# each test ten seconds or more (full runs of the workbook, every check over HTTP, the fuzz campaigns, processes
+# killed midway, 100 concurrent queries); CI (.ci/run) runs it after `make test`, so nothing is left out of CI. One
+# run of both: `make test-all`. Why two: the whole suite is CPU-bound (1,085 s of CPU measured serially, 2026-11-28), so on two
+# cores it cannot end in 8 minutes however it is scheduled (docs/development.md).
+# Every core and one worker more: pytest-xdist runs the tests in parallel. Many tests wait (a timeout, a retry's
+# pause, a server or a kernel starting), so a worker beyond the cores keeps them busy (on 2 cores, 3 workers: 7 min
+# 38 s against 8 min 11 s for 2, the same CPU, one clone, 2026-11-27).
 # The package is byte-compiled first: the suite starts hundreds of Python processes (the CLI, kernels, the
 # service), and where PYTHONDONTWRITEBYTECODE is set none of them would keep its compiled modules. The suite's command
 # line runs and notebook kernels, nbval's kernels here included (WARM_KERNEL=1), are forked from servers that imported
-# torch and sentence-transformers once (tests/warm_cli.py, tests/warm_kernel.py); `make nbval` starts them cold. The tests
-# marked slow (full runs) come first (tests/conftest.py), handed out 16 at most at a time, so both workers start
-# on them and neither ends the suite alone on one.
+# torch and sentence-transformers once (tests/warm_cli.py, tests/warm_kernel.py); `make nbval` starts them cold. The
+# slow tier hands its tests out 16 at most at a time, so every worker starts on a long one and none ends the run
+# alone on one.
 TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+PYTEST = $(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --maxschedchunk 16
 test: sample
 	$(PY) -m compileall -q retrieval_lib
-	$(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --maxschedchunk 16
+	$(PYTEST) -m "not slow and not sdk_defaults"
 	WARM_KERNEL=1 $(NBVAL)
+
+test-slow: sample
+	$(PY) -m compileall -q retrieval_lib
+	$(PYTEST) -m "slow and not sdk_defaults"
+
+test-all: test test-slow
 
 # Characterisation tests that wait on the SDKs' own default timeouts and backoff (seconds each);
 # production always sets its own, so they stay out of the default run.

@@ -27,15 +27,15 @@ install_warm_kernel()
 
 
 def pytest_collection_modifyitems(session, config, items) -> None:
-    """Tests marked ``slow`` first, the rest in their order: with pytest-xdist (``make test``: ``-n auto``), the
-    workers start on the full runs that take a minute or more instead of ending the suite waiting on one."""
+    """Tests marked ``slow`` first, the rest in their order: with pytest-xdist (``make test-slow``, ``make test-all``),
+    the workers start on the full runs that take a minute or more instead of ending the run waiting on one."""
     items.sort(key=lambda item: item.get_closest_marker("slow") is None)
 
 
 @pytest.hookimpl(optionalhook=True)  # without pytest-xdist (-p no:xdist, make test-browser) it is never called
 def pytest_xdist_make_scheduler(config, log):
     """``--dist loadgroup`` as documented: a module marked ``xdist_group`` runs on one worker, so its costly module
-    and session fixtures are built once (``make test``).
+    and session fixtures are built once (``make test``, ``make test-slow``).
 
     pytest 9.2 no longer sees the ``@group`` suffix pytest-xdist 3.8 appends to node ids, so its own loadgroup
     silently hands those tests out one by one (pytest-dev/pytest-xdist#1386) and each worker built the fixtures

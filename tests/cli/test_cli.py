@@ -20,7 +20,7 @@ from fakes.proxies import direct_env
 from retrieval_lib import VectorStore
 from retrieval_lib.models import PAYLOAD_FIELDS
 
-#: One worker runs this module (make test: --dist loadgroup): its module fixture starts every CLI run at once, and
+#: One worker runs this module (--dist loadgroup): its module fixture starts every CLI run at once, and
 #: each worker that ran one of its tests would start them all again.
 pytestmark = [pytest.mark.timeout(180), pytest.mark.xdist_group("test_cli")]
 

@@ -13,7 +13,7 @@ from retrieval_lib.cli.main import main
 from retrieval_lib.params import load_golden_set, load_query_sets
 from retrieval_lib.stores.qdrant import VectorStore
 
-#: One worker builds this module's fixtures (make test: --dist loadgroup); two would build them twice.
+#: One worker builds this module's fixtures (--dist loadgroup); two would build them twice.
 pytestmark = pytest.mark.xdist_group("test_draft_cli")
 
 TEXTS = {

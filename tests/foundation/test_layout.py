@@ -2,8 +2,8 @@
 
 These guard the rules a reviewer would otherwise have to re-check by hand on
 every change: stored notebook outputs that compare equal on any CPU, modules
-small enough to read, thin notebooks, dependencies that only point down, and
-every third-party import declared.
+small enough to read, thin notebooks, dependencies that only point down,
+every third-party import declared, and the end-to-end runs in the slow tier.
 """
 
 from __future__ import annotations
@@ -306,3 +306,11 @@ def test_every_third_party_import_of_the_package_is_declared():
             if not dists & declared:
                 missing.add(f"{top} (from {', '.join(sorted(dists))})")
     assert not missing, f"imported but not pinned in requirements.txt: {sorted(missing)}"
+
+
+def test_every_module_of_tests_whole_is_in_the_slow_tier():
+    """tests/whole holds the runs that cross every family; `make test` leaves them to `make test-slow` (CI runs both),
+    so a module added there without the mark would silently lengthen the tier a change is tried against."""
+    unmarked = [p.name for p in sorted((PROJECT_ROOT / "tests" / "whole").glob("test_*.py"))
+                if not re.search(r"^pytestmark = .*pytest\.mark\.slow\b", p.read_text(encoding="utf-8"), re.M)]
+    assert unmarked == []

@@ -222,6 +222,7 @@ def _wait_for(condition, seconds: float = 30) -> None:
 IN_FLIGHT_S = 3.0
 
 
+@pytest.mark.slow
 def test_sigterm_lets_the_requests_in_flight_finish(figure_line):
     with slow_service(delay=IN_FLIGHT_S, shutdown_timeout=10) as (proc, url, out):
         def one(i: int) -> httpx.Response:

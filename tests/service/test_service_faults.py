@@ -268,6 +268,7 @@ def _bodies(schema: dict) -> st.SearchStrategy:
     )
 
 
+@pytest.mark.slow
 def test_hostile_requests_from_the_openapi_schema_never_get_a_5xx(tmp_path, figure_line):
     retriever = small_retriever()
     db = sqlite_db(tmp_path)

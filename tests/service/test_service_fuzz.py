@@ -36,7 +36,7 @@ from retrieval_lib.embedding import CohereEmbedder
 from retrieval_lib.service import ServiceOptions, create_app
 from retrieval_lib.stores import open_store
 
-pytestmark = pytest.mark.usefixtures("no_proxies")
+pytestmark = [pytest.mark.usefixtures("no_proxies"), pytest.mark.slow]
 
 COHERE_MODEL = "embed-english-light-v3.0"
 

@@ -27,9 +27,9 @@ from retrieval_lib.service.querylog import LOG_FIELDS
 from retrieval_lib.service.schemas import RESULT_FIELDS
 from retrieval_lib.stores.metadata import MetadataDB
 
-#: One worker runs this module (make test: --dist loadgroup): its service is a cold `serve` process (about 7 s of
+#: One worker runs this module (--dist loadgroup): its service is a cold `serve` process (about 7 s of
 #: CPU to import the model's stack and warm up), which every worker would start again.
-pytestmark = pytest.mark.xdist_group("test_service_process")
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_service_process")]
 
 QUERY = "What is ROS2?"
 SECRET = "sk-live-NEVER-LOGGED-77"

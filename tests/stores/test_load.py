@@ -38,7 +38,8 @@ CONCURRENT_BOUND_S = 120.0  # all 100 concurrent queries; a hang, not slowness, 
 DOCS = SAMPLE_BOOK / "introduction"
 FAKE_KEY = "co-FAKE-KEY-load-2b7f"
 
-pytestmark = pytest.mark.usefixtures("no_proxies")  # the cohere SDK's httpx client honours proxy variables
+# the cohere SDK's httpx client honours proxy variables; 100 concurrent queries a test: the slow tier
+pytestmark = [pytest.mark.usefixtures("no_proxies"), pytest.mark.slow]
 
 QUESTIONS = [
     "What is physical AI?", "How do robots sense the world?", "What is embodiment?",

@@ -32,7 +32,7 @@ from retrieval_lib.errors import ConfigurationError, StoreUnavailableError, Vali
 from retrieval_lib.stores import INDEXED_FIELDS, open_store, read_columns
 from retrieval_lib.workbook.report import NotebookReport
 
-#: One worker builds this module's fixtures (make test: --dist loadgroup); two would build them twice.
+#: One worker builds this module's fixtures (--dist loadgroup); two would build them twice.
 pytestmark = [pytest.mark.usefixtures("no_proxies"), pytest.mark.xdist_group("test_over_http")]
 
 READ_ONLY_KEY = "qd-RO-over-http-5e1f9a"
@@ -130,6 +130,7 @@ def _gates(answer: dict[str, Any]) -> dict[str, Any]:
 # --------------------------------------------------------------------------- the same answers over HTTP
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("name", ["probe", "reach", "ann", "chunks"])
 def test_a_check_gives_the_same_gates_and_verdict_over_http(both, name):
     local_code, local = both["local"][name]
@@ -142,6 +143,7 @@ def test_a_check_gives_the_same_gates_and_verdict_over_http(both, name):
         assert http.get("findings") == local.get("findings")
 
 
+@pytest.mark.slow
 def test_ann_over_http_names_the_full_scan_and_gates_nothing(both):
     _, http = both["http"]["ann"]
     assert http["applicable"] and http["gates"] == []
@@ -149,6 +151,7 @@ def test_ann_over_http_names_the_full_scan_and_gates_nothing(both):
     assert all(s["search"] == "full scan" for s in http["slices"])
 
 
+@pytest.mark.slow
 def test_search_stats_inspect_and_draft_read_the_same_collection_over_http(both):
     def ranked(answer):
         return [(r["point_id"], round(r["similarity_score"], 4)) for r in answer["results"]]
@@ -180,6 +183,7 @@ def _rounded(value: Any) -> Any:
     return value
 
 
+@pytest.mark.slow
 def test_no_request_over_http_wrote_or_was_refused(both):
     requests = both["requests"]
     assert len(requests) > 20
@@ -189,6 +193,7 @@ def test_no_request_over_http_wrote_or_was_refused(both):
     assert refused == []  # no write refused, no endpoint the fake lacks, no collection missing
 
 
+@pytest.mark.slow
 def test_the_read_only_key_appears_in_no_output_or_log(both):
     assert both["texts"]
     assert not [t for t in both["texts"] if READ_ONLY_KEY in t]

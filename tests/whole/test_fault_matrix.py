@@ -71,8 +71,8 @@ from retrieval_lib.embedding.providers import CohereEmbedder
 from retrieval_lib.ingest import ingest
 from retrieval_lib.stores.qdrant import VectorStore
 
-#: One worker builds this module's fixtures (make test: --dist loadgroup); two would build them twice.
-pytestmark = pytest.mark.xdist_group("test_fault_matrix")
+#: One worker builds this module's fixtures (--dist loadgroup); two would build them twice.
+pytestmark = [pytest.mark.slow, pytest.mark.xdist_group("test_fault_matrix")]
 
 FAKE_KEY = "co-FAKE-KEY-faultmatrix-5e1d"
 MODEL = "embed-multilingual-v3.0"

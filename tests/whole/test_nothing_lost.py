@@ -30,6 +30,7 @@ from retrieval_lib.stores.qdrant import VectorStore
 KEY = "co-KILL-TEST-5b1e77"
 COLLECTION = "killtest"
 FIXTURES = corpus.FIXTURES / "notebooks"
+pytestmark = pytest.mark.slow
 
 
 def clean_env(**extra: str) -> dict[str, str]:

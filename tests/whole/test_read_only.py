@@ -25,6 +25,7 @@ from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.stores import VectorStore
 
 COLLECTION = "their_book"
+pytestmark = pytest.mark.slow
 #: The fewest repeats, rounds and concurrent requests each notebook takes (a profile's keys, as YAML values).
 LIGHT = {"repeats": 2, "latency_rounds": 1, "concurrent_queries": 8, "concurrency": 2, "api_repeats": 1,
          "api_concurrency": "[2]", "api_latency_rounds": 1, "ann_queries": 20, "ann_slice_queries": 5}
@@ -66,7 +67,6 @@ def their_store(tmp_path_factory, embedder):
     return folder, env
 
 
-@pytest.mark.slow
 def test_every_check_leaves_a_foreign_collection_exactly_as_it_was(their_store, tmp_path, monkeypatch, capsys):
     """Every notebook's check, through ``check NAME`` (the one entry its notebook calls too), in one process: the
     notebooks add only their parameters and views, so this covers what a full ``run`` reads without starting 17

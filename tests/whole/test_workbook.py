@@ -21,7 +21,7 @@ from corpus import SAMPLE_COLLECTION
 
 from retrieval_lib.config import PROJECT_ROOT
 
-#: One worker runs this module (make test: --dist loadgroup), so the demo run both tests read is made once.
+#: One worker runs this module (--dist loadgroup), so the demo run both tests read is made once.
 pytestmark = [pytest.mark.slow, pytest.mark.timeout(600), pytest.mark.xdist_group("test_workbook")]
 
 

@@ -52,6 +52,7 @@ def _run(tmp_path, name: str, warm: bool):
             for cell in done.cells if cell.cell_type == "code"]
 
 
+@pytest.mark.slow
 @pytest.mark.skipif(not _warm_env(), reason="the suite runs its kernels cold (WARM_KERNEL=0)")
 def test_a_notebook_gives_the_same_outputs_warm_and_cold(tmp_path):
     warm, cold = _run(tmp_path, "warm", warm=True), _run(tmp_path, "cold", warm=False)

@@ -25,7 +25,7 @@ from retrieval_lib.collection import CollectionView
 from retrieval_lib.config import PROJECT_ROOT
 from retrieval_lib.workbook.report import NotebookReport
 
-#: One worker builds this module's fixtures (make test: --dist loadgroup); two would build them twice.
+#: One worker builds this module's fixtures (--dist loadgroup); two would build them twice.
 pytestmark = pytest.mark.xdist_group("test_book_findings")
 
 FOLDERS = ("introduction", "module-02-simulation")
@@ -491,6 +491,7 @@ def test_a_sitemap_names_the_missing_and_gone_pages_and_says_it_cannot_judge_tex
     assert set(result.tables()) == {*check.LISTS, "mapping"}
 
 
+@pytest.mark.slow
 def test_a_sitemap_says_a_slug_page_named_by_its_file_may_be_one_page_under_two_names(foreign, tmp_path):
     """A team that names its pages by file (``.../docs/introduction/01-what-is-physical-ai``) where the front matter
     sets the route (``slug: /intro``): from a sitemap, the page has no chunk and the source no page. Both are listed

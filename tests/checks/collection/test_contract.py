@@ -232,6 +232,7 @@ def test_ingest_embeds_exactly_document_text(book, embedder):
     assert chunks and all(embedded_text(c.payload) == c.embed_text for c in chunks)
 
 
+@pytest.mark.slow
 def test_rotated_vectors_pass_dimension_and_model_checks_but_fail_as_a_different_model(book, embedder):
     rotation, _ = np.linalg.qr(np.random.default_rng(12).standard_normal((embedder.dimension,) * 2))
     rotated = VectorStore.in_memory()
@@ -252,6 +253,7 @@ def test_rotated_vectors_pass_dimension_and_model_checks_but_fail_as_a_different
     assert "different model" in report.gates[0].detail and "EMBEDDING_MODEL" in (report.gates[0].hint or "")
 
 
+@pytest.mark.slow
 def test_the_probe_command_says_the_cost_first_and_exits_by_its_gates(book, embedder, tmp_path, monkeypatch, capsys):
     import json
     import shutil

@@ -217,6 +217,7 @@ def test_figures_colour_fields_below_the_minimum_red():
 
 
 # ---------------------------------------------------------------------- run from the registry: 00 and 07
+@pytest.mark.slow
 def test_notebook_00_and_07_checks_run_alone_from_the_registry(book, tmp_path, monkeypatch, capsys):
     import json
     import shutil

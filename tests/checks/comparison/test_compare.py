@@ -19,6 +19,9 @@ from retrieval_lib.params import DEFAULT_PROFILE, load_profile
 from retrieval_lib.workbook.runfiles import FORMAT, query_id
 
 QUERIES = [f"question {i}" for i in range(10)]
+# ranx's first evaluation compiles numba functions in the process (about 10 s of CPU) and this module is most of the
+# suite's in-process ranx: on one worker it is paid once, not by every worker that got one of its tests
+pytestmark = pytest.mark.xdist_group("test_compare")
 
 
 def write_run_folder(folder: Path, ranks: dict[str, list[str]], *, status: str = "complete",

@@ -29,7 +29,7 @@ from retrieval_lib.retrievers import Answer, Hit
 from retrieval_lib.search import Retriever
 from retrieval_lib.workbook.report import NotebookReport
 
-#: One worker builds this module's fixtures (make test: --dist loadgroup); two would build them twice.
+#: One worker builds this module's fixtures (--dist loadgroup); two would build them twice.
 pytestmark = pytest.mark.xdist_group("test_golden_book_routes")
 
 IK_FILE = "module-01-ros2/08-kinematics-and-inverse-kinematics.md"
