@@ -112,6 +112,7 @@ test: sample
 	$(PY) -m compileall -q retrieval_lib
 	$(PYTEST) -m "not slow and not sdk_defaults"
 	WARM_KERNEL=1 $(NBVAL)
+	@echo "make test passed. The end-to-end tier (the tests marked slow) is 'make test-slow'; CI runs both."
 
 test-slow: sample
 	$(PY) -m compileall -q retrieval_lib
