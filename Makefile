@@ -91,12 +91,9 @@ demo-http: sample
 	      "the same" if not diff else "DIFFERENT: " + ", ".join(diff)); \
 	sys.exit(1 if diff or writes or runs[0]["passed"] != runs[1]["passed"] else 0)'
 
-# Two tiers. `make test` is the suite a change is tried against (its target: 8 minutes on a fresh 2-core clone): every
-# test but those marked slow, then nbval over the stored notebook outputs. `make test-slow` is the end-to-end tier,
-# each test ten seconds or more (full runs of the workbook, every check over HTTP, the fuzz campaigns, processes
-# killed midway, 100 concurrent queries); CI (.ci/run) runs it after `make test`, so nothing is left out of CI. One
-# run of both: `make test-all`. Why two: the whole suite is CPU-bound (1,085 s of CPU measured serially, 2026-11-28), so on two
-# cores it cannot end in 8 minutes however it is scheduled (docs/development.md).
+# Two tiers (docs/development.md, "Two tiers"): `make test` is every test but those marked slow, then nbval, the tier a
+# change is tried against (its target: 8 minutes on a fresh 2-core clone); `make test-slow` is the end-to-end tier,
+# which CI (.ci/run) runs after it; `make test-all` runs both.
 # Every core and one worker more: pytest-xdist runs the tests in parallel. Many tests wait (a timeout, a retry's
 # pause, a server or a kernel starting), so a worker beyond the cores keeps them busy (on 2 cores, 3 workers: 7 min
 # 38 s against 8 min 11 s for 2, the same CPU, one clone, 2026-11-27).

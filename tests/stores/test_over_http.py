@@ -128,6 +128,8 @@ def _gates(answer: dict[str, Any]) -> dict[str, Any]:
 
 
 # --------------------------------------------------------------------------- the same answers over HTTP
+# Every test that reads `both` is in the slow tier: the fixture runs every command twice, locally and over HTTP
+# (about a minute of CPU).
 
 
 @pytest.mark.slow
