@@ -94,26 +94,28 @@ demo-http: sample
 # Two tiers (docs/development.md, "Two tiers"): `make test` is every test but those marked slow, then nbval, the tier a
 # change is tried against (its target: 8 minutes on a fresh 2-core clone); `make test-slow` is the end-to-end tier,
 # which CI (.ci/run) runs after it; `make test-all` runs both.
-# Every core and one worker more: pytest-xdist runs the tests in parallel. Many tests wait (a timeout, a retry's
-# pause, a server or a kernel starting), so a worker beyond the cores keeps them busy (on 2 cores, 3 workers: 7 min
-# 38 s against 8 min 11 s for 2, the same CPU, one clone, 2026-11-27).
+# pytest-xdist runs the tests in parallel. The slow tier waits more (servers, timeouts, killed processes), so a worker
+# beyond the cores keeps it busy (on 2 cores, 3 workers: 7 min 38 s against 8 min 11 s for 2, the whole suite, one
+# clone, 2026-11-27); `make test`'s tier is CPU-bound and runs a worker a core (on 2 cores, two rounds back to back in
+# both orders, 2026-11-28: 409 s and 412 s against 428 s and 430 s for 3). TEST_WORKERS / SLOW_WORKERS choose.
 # The package is byte-compiled first: the suite starts hundreds of Python processes (the CLI, kernels, the
 # service), and where PYTHONDONTWRITEBYTECODE is set none of them would keep its compiled modules. The suite's command
 # line runs and notebook kernels, nbval's kernels here included (WARM_KERNEL=1), are forked from servers that imported
 # torch and sentence-transformers once (tests/warm_cli.py, tests/warm_kernel.py); `make nbval` starts them cold. The
 # slow tier hands its tests out 16 at most at a time, so every worker starts on a long one and none ends the run
 # alone on one.
-TEST_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
-PYTEST = $(PY) -m pytest tests -n $(TEST_WORKERS) --dist loadgroup --maxschedchunk 16
+TEST_WORKERS ?= $(shell nproc)
+SLOW_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
+PYTEST = $(PY) -m pytest tests --dist loadgroup --maxschedchunk 16
 test: sample
 	$(PY) -m compileall -q retrieval_lib
-	$(PYTEST) -m "not slow and not sdk_defaults"
+	$(PYTEST) -n $(TEST_WORKERS) -m "not slow and not sdk_defaults"
 	WARM_KERNEL=1 $(NBVAL)
 	@echo "make test passed. The end-to-end tier (the tests marked slow) is 'make test-slow'; CI runs both."
 
 test-slow: sample
 	$(PY) -m compileall -q retrieval_lib
-	$(PYTEST) -m "slow and not sdk_defaults"
+	$(PYTEST) -n $(SLOW_WORKERS) -m "slow and not sdk_defaults"
 
 test-all: test test-slow
 
