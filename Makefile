@@ -106,7 +106,12 @@ demo-http: sample
 # alone on one.
 TEST_WORKERS ?= $(shell nproc)
 SLOW_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
-PYTEST = $(PY) -m pytest tests --dist loadgroup --maxschedchunk 16
+# Every pytest process of the suite (each worker collects every module) rewrites the test modules' asserts: about
+# 10 s of CPU a process when nothing is cached, which PYTHONDONTWRITEBYTECODE=1 would forbid pytest to keep
+# (tests/**/__pycache__, ignored by git), so the suite's runs write it; the second run on (`make test-slow` after
+# `make test`, in CI) reads it. nbval's plugin is left out: it imports nbformat and jupyter_client (4 s of every
+# process's start) for notebooks the suite never collects.
+PYTEST = PYTHONDONTWRITEBYTECODE= $(PY) -m pytest tests -p no:nbval --dist loadgroup --maxschedchunk 16
 test: sample
 	$(PY) -m compileall -q retrieval_lib
 	$(PYTEST) -n $(TEST_WORKERS) -m "not slow and not sdk_defaults"
@@ -122,12 +127,12 @@ test-all: test test-slow
 # Characterisation tests that wait on the SDKs' own default timeouts and backoff (seconds each);
 # production always sets its own, so they stay out of the default run.
 test-sdk: sample
-	$(PY) -m pytest tests -m sdk_defaults
+	$(PY) -m pytest tests -p no:nbval -m sdk_defaults
 
 # Notebook 13's review of drafted queries in a real browser (JupyterLab + headless Chromium), with a kernel
 # restart; opt-in, not in `make test`. Needs: apt-get install -y chromium chromium-driver.
 test-browser: sample
-	$(PY) -m pytest tests/browser -m browser -p no:xdist
+	$(PY) -m pytest tests/browser -m browser -p no:xdist -p no:nbval
 
 # The stored notebook outputs, compared cell by cell (nbval), a notebook per worker on every core (each worker
 # reads its own copy of the embedded store: notebooks/conftest.py).

@@ -44,8 +44,8 @@ from retrieval_lib.checks.collection._contract_sample import sample_points
 from retrieval_lib.checks.gates import CONTRACT_COSINE, CONTRACT_SELF_RETRIEVAL
 from retrieval_lib.checks.statistics import wilson
 from retrieval_lib.collection.ours import embedded_form, row_cosines
-from retrieval_lib.embedding.base import embed_as, input_types_of
-from retrieval_lib.embedding.providers import Embedder
+from retrieval_lib.embedding.base import embed_as, input_types_of, request_size
+from retrieval_lib.embedding.providers import Embedder, batch_limit
 from retrieval_lib.errors import ModelMismatchError
 from retrieval_lib.search import ensure_compatible
 from retrieval_lib.stores import ReadableStore
@@ -107,8 +107,10 @@ def probe_query(payload: dict[str, Any], max_chars: int = 200) -> str:
 class ProbeCost:
     """What a probe costs the embedding service, said before it runs.
 
-    ``calls`` counts embedding requests (each provider's batches: Cohere 96 texts, Gemini 100, OpenAI 2,048; local:
-    the model's batches). The diagnosis embeds the failing texts once per other input type (``diagnosis_types``).
+    ``calls`` counts embed calls at the sizes ingest and ``plan`` count (a provider's request: Cohere 96 texts,
+    Gemini 100, OpenAI 2,048 at the vendor's URL, 16 elsewhere, or what a timeout halved it to; a model on this
+    machine: its provider's batch). The diagnosis embeds the failing texts once per other input type
+    (``diagnosis_types``).
     """
 
     provider: str
@@ -145,7 +147,7 @@ class ProbeCost:
 
 def plan_cost(embedder: Embedder, sample: int) -> ProbeCost:
     """The embedding cost of :func:`probe` with ``sample`` points (see :class:`ProbeCost`)."""
-    batch = int(getattr(embedder, "max_batch", None) or getattr(embedder, "batch_size", None) or 64)
+    batch = request_size(embedder) or batch_limit(embedder.provider)  # the texts per call ingest and plan count
     others = len(input_types_of(embedder)) - 1
     return ProbeCost(embedder.provider, batch, sample, sample, sample * others, max(others, 0))
 

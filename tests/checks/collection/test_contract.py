@@ -23,6 +23,8 @@ from retrieval_lib.checks.collection import collection_health as health
 from retrieval_lib.checks.collection import embedding_contract as contract
 from retrieval_lib.cli.commands import gate_exit_code
 from retrieval_lib.collection.ours import embedded_text
+from retrieval_lib.embedding.base import LOCAL_SERVER_BATCH
+from retrieval_lib.embedding.local import LocalEmbedder
 from retrieval_lib.embedding.providers import CohereEmbedder
 from retrieval_lib.errors import ModelMismatchError, ValidationError
 from retrieval_lib.search import ensure_compatible
@@ -111,6 +113,18 @@ def test_cost_is_stated_in_the_embedders_batches():
     cost = contract.plan_cost(fake, 130)
     assert (cost.texts, cost.run_calls, cost.calls(cost.diagnosis_texts)) == (260, 6, 3)
     assert "260 texts in 6 embed calls" in cost.line()
+
+
+def test_cost_counts_the_calls_ingest_and_plan_count_not_a_local_models_inner_batches():
+    local = LocalEmbedder()  # reads its config files; the model is not loaded
+    assert local.batch_size < 64, "the model batches inside a call (padding less in small batches)"
+    assert (contract.plan_cost(local, 64).run_calls, contract.plan_cost(local, 65).run_calls) == (2, 4)
+    assert "batches of 64" in contract.plan_cost(local, 64).line()
+    # Cohere's SDK at a base URL that is not Cohere's own (a gateway, a local server) sends 16 texts a request, not 96
+    remote = CohereEmbedder("test-key", "embed-english-light-v3.0", base_url="http://127.0.0.1:9", max_retries=0)
+    assert contract.plan_cost(remote, 96).run_calls == 2 * 96 // LOCAL_SERVER_BATCH
+    remote.batch_size = LOCAL_SERVER_BATCH // 2  # what a timeout's halving leaves: the calls to come are that size
+    assert contract.plan_cost(remote, 96).run_calls == 2 * 2 * 96 // LOCAL_SERVER_BATCH
 
 
 @pytest.mark.parametrize("kwargs", [{"sample": 0}, {"top_k": 0}, {"min_cosine": 2.0}])
