@@ -153,10 +153,13 @@ def _fast_tokenizer(folder: Path) -> Any:
         return _TOKENIZERS[key]
 
 
-#: Texts per forward pass of the model. sentence-transformers sorts an encode call's texts by length and pads each
-#: batch to its longest text, so small batches pad less: ingest's calls of 64 chunks of the sample book embedded in
-#: 20-23 s with batches of 16 against 32-33 s with 64 (the same vectors to 1e-7; measured 2026-11-28, 2 cores).
-ENCODE_BATCH = 16
+#: Padded tokens per forward pass of the model, and texts per pass at most. sentence-transformers pads a batch to its
+#: longest text and a pass's attention grows with texts x tokens^2, so the texts go longest first in passes cut by
+#: their padded size: long chunks 8 a pass, short questions 64. Measured on the sample book, 2 cores, 2026-11-28:
+#: ingest's calls of 64 chunks 18-20 s against 32-34 s in fixed batches of 64 (19-22 s in fixed batches of 16, which
+#: made short texts slower), its 470 headings in one call 1.2 s against 1.7-1.9 s; the same vectors to 1e-7.
+ENCODE_TOKENS = 2048
+ENCODE_BATCH = 64
 
 
 class LocalEmbedder:
@@ -201,11 +204,32 @@ class LocalEmbedder:
             return []
         st = self._st
         options.setdefault("normalize_embeddings", True)
+        vectors: list[list[float]] = [[] for _ in texts]
         with self._lock:
-            vectors = st.encode(list(texts), batch_size=self.batch_size, convert_to_numpy=True,
+            for batch in self._passes(texts):
+                out = st.encode([texts[i] for i in batch], batch_size=len(batch), convert_to_numpy=True,
                                 show_progress_bar=False, **options)
+                for i, v in zip(batch, out):
+                    vectors[i] = v.tolist()
             self.calls, self.texts = self.calls + 1, self.texts + len(texts)
-        return [v.tolist() for v in vectors]
+        return vectors
+
+    def _passes(self, texts: Sequence[str]) -> list[list[int]]:
+        """The indices of ``texts`` in forward passes: longest first, each pass at most ``batch_size`` texts and
+        :data:`ENCODE_TOKENS` tokens once padded to its first (longest) text (lengths from ``tokenizer.json``, else
+        estimated at four characters a token)."""
+        fast = _fast_tokenizer(self._folder)
+        counts = ([len(e.ids) for e in fast.encode_batch(list(texts), add_special_tokens=False)] if fast is not None
+                  else [len(t) // 4 for t in texts])
+        padded = [min(self.max_tokens, n + 2) for n in counts]  # the two special tokens; the model cuts at its window
+        passes: list[list[int]] = []
+        for i in sorted(range(len(texts)), key=lambda i: -padded[i]):
+            last = passes[-1] if passes else None
+            if last and len(last) < self.batch_size and (len(last) + 1) * padded[last[0]] <= ENCODE_TOKENS:
+                last.append(i)
+            else:
+                passes.append([i])
+        return passes
 
     def embed_queries(self, texts: Sequence[str]) -> list[list[float]]:
         return self._encode(texts)

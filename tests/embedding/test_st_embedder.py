@@ -146,3 +146,25 @@ def test_tokens_are_counted_from_tokenizer_json_as_the_models_tokenizer_counts_t
             os.symlink(path, target)
     slow = SentenceTransformerEmbedder(str(folder))
     assert [slow.count_tokens(t) for t in texts[-4:]] == counts[-4:]
+
+
+def test_texts_are_embedded_longest_first_in_passes_of_bounded_padded_size_and_returned_in_order():
+    # sentence-transformers pads a pass to its longest text: long chunks go a few a pass, short questions many, and
+    # the vectors come back in the caller's order, each what the text gives alone
+    from retrieval_lib.embedding import LocalEmbedder
+    from retrieval_lib.embedding.local import ENCODE_TOKENS
+
+    emb = LocalEmbedder()
+    texts = [f"question {i} about ROS 2 nodes" for i in range(70)] + ["ROS 2 " * 300, "Gazebo sensors. " * 40]
+    texts.insert(5, texts.pop())  # long texts not at the end
+    passes = emb._passes(texts)
+    assert sorted(i for p in passes for i in p) == list(range(len(texts)))
+    assert passes[0][0] == texts.index("ROS 2 " * 300)  # the longest first
+    counts = [min(emb.max_tokens, emb.count_tokens(t) + 2) for t in texts]
+    for p in passes:
+        assert len(p) <= emb.batch_size and len(p) * counts[p[0]] <= max(ENCODE_TOKENS, counts[p[0]])
+        assert counts[p[0]] == max(counts[i] for i in p)  # padded to its first
+    assert sum(len(p) * counts[p[0]] for p in passes) < len(texts) * max(counts) / 2  # short ones padded short
+    together = np.array(emb.embed_documents(texts))
+    alone = np.array([emb.embed_documents([t])[0] for t in (texts[0], texts[5], texts[-1])])
+    assert np.allclose(together[[0, 5, -1]], alone, atol=1e-5)
