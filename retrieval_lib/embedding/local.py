@@ -216,12 +216,9 @@ class LocalEmbedder:
 
     def _passes(self, texts: Sequence[str]) -> list[list[int]]:
         """The indices of ``texts`` in forward passes: longest first, each pass at most ``batch_size`` texts and
-        :data:`ENCODE_TOKENS` tokens once padded to its first (longest) text (lengths from ``tokenizer.json``, else
-        estimated at four characters a token)."""
-        fast = _fast_tokenizer(self._folder)
-        counts = ([len(e.ids) for e in fast.encode_batch(list(texts), add_special_tokens=False)] if fast is not None
-                  else [len(t) // 4 for t in texts])
-        padded = [min(self.max_tokens, n + 2) for n in counts]  # the two special tokens; the model cuts at its window
+        :data:`ENCODE_TOKENS` tokens once padded to its first (longest) text (lengths by :meth:`count_tokens`)."""
+        # the two special tokens added; the model cuts at its window
+        padded = [min(self.max_tokens, self.count_tokens(t) + 2) for t in texts]
         passes: list[list[int]] = []
         for i in sorted(range(len(texts)), key=lambda i: -padded[i]):
             last = passes[-1] if passes else None
