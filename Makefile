@@ -108,8 +108,8 @@ TEST_WORKERS ?= $(shell nproc)
 SLOW_WORKERS ?= $(shell echo $$(( $$(nproc) + 1 )))
 # Every pytest process of the suite (each worker collects every module) rewrites the test modules' asserts: about
 # 10 s of CPU a process when nothing is cached, which PYTHONDONTWRITEBYTECODE=1 would forbid pytest to keep
-# (tests/**/__pycache__, ignored by git), so the suite's runs write it; the second run on (`make test-slow` after
-# `make test`, in CI) reads it. nbval's plugin is left out: it imports nbformat and jupyter_client (4 s of every
+# (tests/**/__pycache__, ignored by git), so the suite's runs write it and later runs read it (`make test-slow`
+# after `make test` in CI, a developer's next run). nbval's plugin is left out: it imports nbformat and jupyter_client (4 s of every
 # process's start) for notebooks the suite never collects.
 PYTEST = PYTHONDONTWRITEBYTECODE= $(PY) -m pytest tests -p no:nbval --dist loadgroup --maxschedchunk 16
 test: sample
