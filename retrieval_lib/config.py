@@ -63,7 +63,8 @@ from retrieval_lib.errors import ConfigurationError
 VERSION = "0.1.0"
 
 __all__ = ["VERSION", "PROJECT_ROOT", "DOTENV_VARIABLE", "dotenv_file", "Secret", "Settings", "load_settings",
-           "secret_values", "read_variables", "redact_url", "SECRET_VARIABLES", "PROVIDER_DEFAULTS", "resolve_run_dir"]
+           "secret_values", "read_variables", "redact_url", "SECRET_VARIABLES", "PROVIDER_DEFAULTS", "resolve_run_dir",
+           "is_payload_fields"]
 
 #: The project folder (where ``notebooks/``, ``params/`` and ``outputs/`` live).
 #: Derived from the package location so kernels started anywhere agree on it.
@@ -444,15 +445,19 @@ def _json_value(env: Mapping[str, str], name: str) -> Any:
         return None
 
 
+def is_payload_fields(value: Any) -> bool:
+    """The shape of a payload mapping (``PAYLOAD_FIELDS``, a profile's ``payload_fields``): role -> key or keys."""
+    return isinstance(value, dict) and all(isinstance(k, str) and (isinstance(v, str) or (
+        isinstance(v, list) and all(isinstance(x, str) for x in v))) for k, v in value.items())
+
+
 def _payload_fields(env: Mapping[str, str]) -> dict[str, Any] | None:
     """``PAYLOAD_FIELDS``: a JSON object, role -> payload key or list of keys (what ``run --params`` passes on
     from a profile's ``payload_fields``). Unset or empty: the mapping is inferred from the collection."""
     value = _json_value(env, "PAYLOAD_FIELDS")
     if value is _UNSET:
         return None
-    if not isinstance(value, dict) or not all(
-            isinstance(k, str) and (isinstance(v, str) or (isinstance(v, list) and all(isinstance(x, str) for x in v)))
-            for k, v in value.items()):
+    if not is_payload_fields(value):
         raise ConfigurationError('PAYLOAD_FIELDS must be a JSON object of role -> payload key (or list of keys), '
                                  'e.g. {"content": "text", "source_url": "url"}', variable="PAYLOAD_FIELDS")
     return value

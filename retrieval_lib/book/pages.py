@@ -40,19 +40,18 @@ from retrieval_lib.collection.boilerplate import PLACEHOLDER_EXTRA_WORDS, is_pla
 from retrieval_lib.errors import ConfigurationError, DocumentError, ValidationError
 
 __all__ = ["Page", "Book", "read_docs", "read_sitemap", "read_book", "parse_sitemap", "detect_generator",
-           "STUB_MIN_WORDS", "SAMPLE_DOCS", "resolve_docs"]
+           "STUB_MIN_WORDS", "SAMPLE_DOCS", "resolve_docs", "page_files"]
 
 #: The sample book's docs folder, inside the package (found from the package, not the working folder).
 SAMPLE_DOCS = Path(__file__).resolve().parent.parent / "sample_book" / "docs"
 
 #: A page with fewer words than this (headings aside), or little more than "Coming soon", is a stub: the ingest
-#: skips it (:func:`retrieval_lib.ingest.documents.is_stub` uses the same figure).
+#: skips it (:func:`retrieval_lib.ingest.documents.is_stub` reads this figure).
 STUB_MIN_WORDS = 40
 #: Pages this long or longer are never a site generator's template page (Docusaurus' are 100-600 words).
 STOCK_MAX_WORDS = 2_000
 _STUB_MAX_WORDS = 4 * (STUB_MIN_WORDS + PLACEHOLDER_EXTRA_WORDS)
 _H1 = re.compile(r"^#\s+(.+?)\s*#*\s*$", re.M)
-_ADMONITION = re.compile(r"^[ \t]*:{3,}.*$", re.M)
 _SITEMAP_NS = re.compile(r"^\{[^}]*\}")
 #: Characters of page text whose words are hashed in one call (:func:`~retrieval_lib.book.text.words` costs some
 #: forty array operations a call: one a page of a 2,000-page book was half the read); about a megabyte at a time.
@@ -165,7 +164,9 @@ def detect_generator(docs: Path) -> tuple[str, bool]:
     return "docusaurus", True
 
 
-def _files(root: Path) -> list[tuple[str, Path]]:
+def page_files(root: Path) -> list[tuple[str, Path]]:
+    """The pages under a docs folder: (relative POSIX path, path), sorted by the former; ``.md`` and ``.mdx``
+    files, skipping names that start with ``_`` or ``.`` and ``node_modules``."""
     found: list[tuple[str, Path]] = []
     for dirpath, dirnames, filenames in os.walk(root):
         dirnames[:] = [d for d in dirnames if not not_a_page(d)]
@@ -217,7 +218,7 @@ def read_docs(docs: str | os.PathLike[str], *, route_base: str | None = None, ge
         raise ValidationError(f"generator must be auto, docusaurus or mkdocs, got {generator!r}", field="generator")
     kind, directory_urls = detect_generator(root) if generator == "auto" else (generator, True)
     base = route_base if route_base is not None else ("/docs" if kind == "docusaurus" else "/")
-    files = _files(root)
+    files = page_files(root)
     if not files:
         raise ConfigurationError(f"book docs {root} holds no .md or .mdx page; point book_docs at the folder that "
                                  "holds the pages (Docusaurus: docs/, MkDocs: docs_dir)", path=str(root))
@@ -271,7 +272,7 @@ def _hash_pages(pending: list[tuple[Page, str]]) -> None:
         page.text_bytes, page.text_span = data, (begin, end)
         page.words = count
         # a placeholder is a few words around its marker: a long page is never one (and is not searched for it)
-        stub = count < _STUB_MAX_WORDS and is_placeholder(_ADMONITION.sub("", body), min_words=STUB_MIN_WORDS)
+        stub = count < _STUB_MAX_WORDS and is_placeholder(body, min_words=STUB_MIN_WORDS)
         # a site generator's template page is short: a long page is the book's own (and is not searched)
         page.stock = (stock_page(page.title, body) if count < STOCK_MAX_WORDS else None) or ("stub" if stub else None)
 

@@ -33,7 +33,7 @@ from retrieval_lib.book.routes import split_front_matter
 from retrieval_lib.errors import DocumentError
 
 __all__ = ["SHINGLE", "clean", "clean_all", "drop_front_matter", "words", "words_at", "Words", "position_shingles",
-           "shingles_of", "head_shingles", "keyed", "sort_order", "distinct", "found_in", "found_share"]
+           "shingles_of", "head_shingles", "keyed", "sort_order", "distinct", "found_in"]
 
 #: Words per shingle: long enough that a shared shingle is the same sentence, short enough for a short chunk.
 SHINGLE = 4
@@ -366,10 +366,3 @@ def found_in(values: np.ndarray, sorted_set: np.ndarray) -> np.ndarray:
         return np.zeros(values.shape, dtype=bool)
     at = np.minimum(np.searchsorted(sorted_set, values), sorted_set.size - 1)
     return sorted_set[at] == values
-
-
-def found_share(part: np.ndarray, whole: np.ndarray) -> float:
-    """``|part ∩ whole| / |part|`` of a shingle array and a sorted, distinct one (1.0 for an empty ``part``)."""
-    if part.size == 0:
-        return 1.0
-    return float(found_in(part, whole).mean())

@@ -4,7 +4,7 @@ One rule each, shared by whoever must recognise them (``ingest`` skips a placeho
 a question whose answer is boilerplate; the off-topic check of notebook 10 may use :func:`stock_page`):
 
 - :func:`is_placeholder`: a text that is essentially "Coming soon", "TODO", "Work in progress" ... (a few words
-  around the marker at most);
+  around the marker at most), or too short; the one stub rule of the ingest, the book and notebook 10;
 - :func:`is_table_of_contents`: a text titled "Contents" / "Table of contents", or made mostly of list lines that
   are links;
 - :func:`stock_page`: a page a site generator's project template ships (Docusaurus' tutorial pages, MkDocs'
@@ -42,6 +42,8 @@ HEADING_MAX_CHARS = 120
 #: :data:`HEADING_MAX_CHARS` long. The one rule for chunks read from a collection (fragments, placeholders, tables
 #: of contents, drafted questions); the ingest parses whole files with its own (``ingest.syntax``).
 HEADING = re.compile(rf"^ {{0,3}}(#{{1,6}})[ \t]+([^\n]{{1,{HEADING_MAX_CHARS}}}?)[ \t]*#*[ \t]*$", re.M)
+#: An admonition's fence line (``:::note`` / ``:::``): markup, not words of the page.
+_ADMONITION = re.compile(r"^[ \t]*:{3,}.*$", re.M)
 _TOC_TITLE = re.compile(r"^\s*(?:#{1,6}\s*)?(?:table\s+of\s+contents|contents|toc|[ií]ndice|inhaltsverzeichnis"
                         r"|inhalt|table\s+des\s+mati[eè]res|sommaire)\s*:?\s*$", re.I | re.M)
 _LIST_LINE = re.compile(r"^\s*(?:[-*+]|\d+[.)])\s+")
@@ -69,9 +71,9 @@ _STOCK: dict[str, tuple[tuple[str, ...], tuple[str, ...]]] = {
 
 
 def is_placeholder(text: str, *, min_words: int = 0) -> bool:
-    """True for a text with no real content yet: fewer than ``min_words`` words (headings aside), or little
-    more than a placeholder marker ("Coming soon", "TODO", "Próximamente" ...; case-insensitive)."""
-    body = HEADING.sub("", text or "")
+    """True for a text with no real content yet: fewer than ``min_words`` words (headings and admonition fences
+    aside), or little more than a placeholder marker ("Coming soon", "TODO", "Próximamente" ...; case-insensitive)."""
+    body = _ADMONITION.sub("", HEADING.sub("", text or ""))
     words = WORD.findall(body)
     if not words or len(words) < min_words:
         return True

@@ -283,9 +283,9 @@ class RemoteEmbedder:
     :class:`Failure`, or None to let it through).
 
     ``max_batch`` is the texts the requests start with (:func:`start_batch`; what :func:`request_size` reports and
-    ``plan`` counts with), never above the vendor's own limit (the constructor's ``max_batch``), ``batch_size`` the
+    ``plan`` counts with), never above the vendor's own limit (:data:`PROVIDERS`), ``batch_size`` the
     texts per request now (below ``max_batch`` once a timeout halved it), ``halves`` whether a timeout halves the
-    batch (a base URL that is not the vendor's own).
+    batch (a base URL that is not the vendor's own). ``max_tokens`` defaults to the provider's window.
     """
 
     provider: str = "remote"
@@ -300,7 +300,7 @@ class RemoteEmbedder:
     input_types: tuple[str, ...] = ("document", "query")
     _client: Any  # the SDK's client, built by the subclass
 
-    def __init__(self, model: str, *, max_batch: int, max_tokens: int, base_url: str | None = None,
+    def __init__(self, model: str, *, max_tokens: int | None = None, base_url: str | None = None,
                  timeout: float = 30.0, max_retries: int = 4, retry_budget: float = 60.0, backoff: float = 0.5,
                  sleep: Callable[[float], None] = time.sleep, batch_size: int | None = None) -> None:
         if batch_size is not None and (isinstance(batch_size, bool) or not isinstance(batch_size, int)
@@ -313,9 +313,9 @@ class RemoteEmbedder:
         self.retry_budget = float(retry_budget)
         self.backoff = backoff
         self.halves = not vendor_endpoint(self.provider, base_url)
-        self.max_batch = start_batch(self.provider, base_url, batch_size, limit=max_batch)
+        self.max_batch = start_batch(self.provider, base_url, batch_size)
         self.batch_size = self.max_batch
-        self.max_tokens = max_tokens
+        self.max_tokens = max_tokens or provider_info(self.provider).window
         self._sleep = sleep
         self._halved = False
         self.calls = 0  # HTTP attempts made (retries included), for tests and reports

@@ -17,7 +17,7 @@ from retrieval_lib.config import COHERE_DEFAULT_MODEL
 from retrieval_lib.embedding.base import PROVIDERS, Failure, RemoteEmbedder
 from retrieval_lib.errors import ConfigurationError
 
-__all__ = ["CohereEmbedder", "COHERE_DIMENSIONS", "COHERE_MAX_BATCH"]
+__all__ = ["CohereEmbedder", "COHERE_DIMENSIONS"]
 
 #: Output size of the Cohere text embedding models this workbook knows (float embeddings, default dimension).
 COHERE_DIMENSIONS: dict[str, int] = {
@@ -31,7 +31,6 @@ COHERE_DIMENSIONS: dict[str, int] = {
 COHERE_REDUCED: dict[str, tuple[int, ...]] = {"embed-v4.0": (256, 512, 1024, 1536)}
 #: Tokens each model reads (longer texts are cut at the end: ``truncate="END"``).
 COHERE_WINDOWS: dict[str, int] = {"embed-v4.0": 128_000}
-COHERE_MAX_BATCH = PROVIDERS["cohere"].batch
 
 
 class CohereEmbedder(RemoteEmbedder):
@@ -63,8 +62,7 @@ class CohereEmbedder(RemoteEmbedder):
                 f"EMBEDDING_DIMENSIONS={dimensions}: {model} gives "
                 + (f"one of {', '.join(map(str, offered))}" if offered else f"{COHERE_DIMENSIONS[model]} only")
                 + "; fix or unset it", variable="EMBEDDING_DIMENSIONS")
-        super().__init__(model, max_batch=COHERE_MAX_BATCH,
-                         max_tokens=COHERE_WINDOWS.get(model, PROVIDERS["cohere"].window), **options)
+        super().__init__(model, max_tokens=COHERE_WINDOWS.get(model), **options)
         self.native_dimension = COHERE_DIMENSIONS[model]
         self.dimension = dimensions or self.native_dimension
         self.dimensions_offered: tuple[int, ...] = COHERE_REDUCED.get(model, ())

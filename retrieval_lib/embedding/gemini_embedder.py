@@ -29,7 +29,6 @@ __all__ = ["GeminiEmbedder", "GEMINI_DIMENSIONS"]
 #: Default output size of the Gemini embedding models, and whether ``output_dimensionality`` can reduce it.
 GEMINI_DIMENSIONS: dict[str, int] = {"gemini-embedding-001": 3072, "text-embedding-004": 768, "embedding-001": 768}
 GEMINI_REDUCIBLE = ("gemini-embedding-001", "text-embedding-004")
-GEMINI_MAX_BATCH = PROVIDERS["gemini"].batch
 GEMINI_TASK_TYPES = PROVIDERS["gemini"].input_types
 _DELAY = re.compile(r"^\s*(\d+(?:\.\d+)?)s\s*$")
 
@@ -64,7 +63,7 @@ class GeminiEmbedder(RemoteEmbedder):
         from google.genai import types
 
         short = model.removeprefix("models/")
-        super().__init__(short, max_batch=GEMINI_MAX_BATCH, max_tokens=PROVIDERS["gemini"].window, **options)
+        super().__init__(short, **options)
         self._reduce_to(dimensions, GEMINI_DIMENSIONS, GEMINI_REDUCIBLE)
         http: dict[str, Any] = {"timeout": max(1, int(round(self.timeout * 1000)))}
         if self.base_url:

@@ -30,7 +30,6 @@ OPENAI_DIMENSIONS: dict[str, int] = {
 }
 #: The models that take ``dimensions``.
 OPENAI_REDUCIBLE = ("text-embedding-3-small", "text-embedding-3-large")
-OPENAI_MAX_BATCH = PROVIDERS["openai"].batch
 #: Tokens one request may carry, all inputs together.
 OPENAI_MAX_REQUEST_TOKENS = 300_000
 OPENAI_ENDPOINT = "https://api.openai.com/v1"
@@ -52,8 +51,7 @@ class OpenAIEmbedder(RemoteEmbedder):
         ``max_retries``, ``retry_budget``, ``backoff``, ``sleep``, ``batch_size``)."""
         import openai
 
-        super().__init__(model, max_batch=OPENAI_MAX_BATCH, max_tokens=max_tokens or PROVIDERS["openai"].window,
-                         **options)
+        super().__init__(model, max_tokens=max_tokens, **options)
         self._reduce_to(dimensions, OPENAI_DIMENSIONS, OPENAI_REDUCIBLE)
         self._client = openai.OpenAI(api_key=api_key, base_url=self.base_url or OPENAI_ENDPOINT,
                                      timeout=self.timeout, max_retries=0)

@@ -14,25 +14,23 @@ drops that noise but never touches fenced code.
 
 from __future__ import annotations
 
-import os
 import posixpath
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from retrieval_lib.book.pages import STUB_MIN_WORDS, page_files
 from retrieval_lib.book.routes import (
-    PAGE_SUFFIXES,
     decode_utf8,
     docusaurus_route,
-    not_a_page,
     split_front_matter,
     strip_number_prefix,
 )
-from retrieval_lib.collection.boilerplate import PLACEHOLDER, PLACEHOLDER_EXTRA_WORDS, WORD
+from retrieval_lib.collection.boilerplate import is_placeholder
 from retrieval_lib.errors import DocumentError, ValidationError
 from retrieval_lib.ingest.mdx import strip_mdx
-from retrieval_lib.ingest.syntax import ATX_HEADING, atx_heading, normalize_newlines, with_fence_state
+from retrieval_lib.ingest.syntax import atx_heading, normalize_newlines, with_fence_state
 
 __all__ = ["MarkdownDoc", "read_document", "docusaurus_route", "strip_mdx", "is_stub", "discover_documents"]
 
@@ -132,10 +130,8 @@ def read_document(path: Path, docs_root: Path, route_base: str = "/docs") -> Mar
 
 # --- stubs ------------------------------------------------------------------
 
-_ADMONITION_FENCE_LINE = re.compile(r"^[ \t]*:{3,}.*$", re.MULTILINE)
 
-
-def is_stub(doc: MarkdownDoc, min_words: int = 40) -> bool:
+def is_stub(doc: MarkdownDoc, min_words: int = STUB_MIN_WORDS) -> bool:
     """Tell whether a document has no real content yet.
 
     Headings and admonition fence lines (``:::note`` / ``:::``) are ignored.
@@ -154,15 +150,7 @@ def is_stub(doc: MarkdownDoc, min_words: int = 40) -> bool:
     """
     if min_words < 0:
         raise ValidationError(f"min_words must be >= 0, got {min_words}", field="min_words")
-    text = _ADMONITION_FENCE_LINE.sub("", ATX_HEADING.sub("", doc.body))
-    words = WORD.findall(text)
-    if not words or len(words) < min_words:
-        return True
-    # the placeholder rule ("Coming soon", "TODO" ...) is shared with `draft`: retrieval_lib.collection.boilerplate
-    if PLACEHOLDER.search(text):
-        remaining = WORD.findall(PLACEHOLDER.sub(" ", text))
-        return len(remaining) < PLACEHOLDER_EXTRA_WORDS
-    return False
+    return is_placeholder(doc.body, min_words=min_words)
 
 
 # --- discovery --------------------------------------------------------------
@@ -188,14 +176,4 @@ def discover_documents(docs_root: Path) -> list[Path]:
             f"{root}: docs root is not a directory; point it at the Docusaurus docs folder",
             path=str(root),
         )
-    found: list[tuple[str, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        # Pruning in place stops os.walk from descending into skipped folders.
-        dirnames[:] = [d for d in dirnames if not not_a_page(d)]
-        for name in filenames:
-            if not_a_page(name) or not name.endswith(PAGE_SUFFIXES):
-                continue
-            full = Path(dirpath) / name
-            found.append((full.relative_to(root).as_posix(), full))
-    found.sort(key=lambda item: item[0])
-    return [full for _, full in found]
+    return [full for _, full in page_files(root)]

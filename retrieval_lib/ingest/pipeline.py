@@ -24,6 +24,7 @@ from itertools import islice
 from pathlib import Path
 from typing import Any
 
+from retrieval_lib.book.pages import SAMPLE_DOCS
 from retrieval_lib.collection.ours import point_id_for, written_by_us
 from retrieval_lib.config import Settings, load_settings
 from retrieval_lib.embedding.providers import Embedder, batch_limit, make_embedder, request_size
@@ -40,7 +41,7 @@ __all__ = ["SAMPLE_BOOK", "DEFAULT_BASE_URL", "IngestSummary", "prepare_document
 log = logging.getLogger(__name__)
 
 #: The sample book shipped with the package (the embedded default's corpus).
-SAMPLE_BOOK = Path(__file__).resolve().parent.parent / "sample_book" / "docs"
+SAMPLE_BOOK = SAMPLE_DOCS
 DEFAULT_BASE_URL = "https://physical-ai-book.example"
 @dataclass(frozen=True)
 class PreparedChunk:

@@ -16,7 +16,7 @@ from typing import Annotated, Any
 from pydantic import BaseModel, ConfigDict, PlainValidator, TypeAdapter
 from pydantic import ValidationError as PydanticError
 
-from retrieval_lib.config import PROJECT_ROOT
+from retrieval_lib.config import PROJECT_ROOT, is_payload_fields
 from retrieval_lib.errors import ParamsError
 from retrieval_lib.validation import MAX_TOP_K
 
@@ -116,10 +116,8 @@ Text = Annotated[str, _value("non-empty text", _as_text, lambda v: str(v).strip(
 Patterns = Annotated[tuple[str, ...], _value(
     "a non-empty list of non-empty URL patterns",
     lambda v: isinstance(v, list) and bool(v) and all(isinstance(p, str) and p for p in v), tuple)]
-PayloadFields = Annotated[dict[str, Any], _value(
-    "a mapping of role -> payload key (or a list of keys)",
-    lambda v: isinstance(v, dict) and all(isinstance(k, str) and (isinstance(x, str) or (
-        isinstance(x, list) and all(isinstance(y, str) for y in x))) for k, x in v.items()))]
+PayloadFields = Annotated[dict[str, Any], _value("a mapping of role -> payload key (or a list of keys)",
+                                                 is_payload_fields)]
 
 #: The origins an entry may carry: ``drafted`` (written by ``draft``, nobody looked) or ``reviewed`` (a person
 #: accepted or edited it). An entry without one is hand-written and counts as reviewed.
@@ -239,10 +237,6 @@ class Provenance:
 
     def __add__(self, other: Provenance) -> Provenance:
         return Provenance(self.drafted + other.drafted, self.reviewed + other.reviewed, self.marked or other.marked)
-
-    @property
-    def total(self) -> int:
-        return self.drafted + self.reviewed
 
     def phrase(self, noun: str = "queries") -> str:
         """``on 64 drafted, 0 reviewed queries``."""

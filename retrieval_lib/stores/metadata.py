@@ -82,16 +82,9 @@ TABLES: dict[str, TableMapping] = {"chunks": CHUNKS, "documents": SEED003_DOCUME
 
 def _chunks_table(meta: sa.MetaData) -> sa.Table:
     import sqlalchemy as sa
-    return sa.Table(
-        "chunks", meta,
-        sa.Column("chunk_id", sa.String, primary_key=True),
-        sa.Column("source_path", sa.String, nullable=False, index=True),
-        sa.Column("slug", sa.String), sa.Column("title", sa.String), sa.Column("section_title", sa.String),
-        sa.Column("source_url", sa.String),
-        sa.Column("chunk_sequence", sa.Integer), sa.Column("total_chunks", sa.Integer),
-        sa.Column("content_hash", sa.String), sa.Column("token_count", sa.Integer),
-        sa.Column("processing_timestamp", sa.String), sa.Column("model_version", sa.String),
-    )
+    return sa.Table("chunks", meta, sa.Column("chunk_id", sa.String, primary_key=True),
+                    sa.Column("source_path", sa.String, nullable=False, index=True),
+                    *(sa.Column(f, sa.Integer if f in _INTEGER_FIELDS else sa.String) for f in ROW_FIELDS[1:]))
 
 
 def slug_of(source_url: Any) -> str | None:

@@ -37,7 +37,7 @@ from retrieval_lib.config import DOTENV_VARIABLE, PROJECT_ROOT, dotenv_file
 from retrieval_lib.embedding.cache import cache_file, embedding_totals, prefetch_run
 from retrieval_lib.errors import ConfigurationError, RetrievalError, ValidationError
 from retrieval_lib.files import write_text_atomic
-from retrieval_lib.params import RESERVED_KEYS, Profile, anchored
+from retrieval_lib.params import DEFAULT_PROFILE, RESERVED_KEYS, Profile, anchored
 from retrieval_lib.params import load_profile as _load_profile
 from retrieval_lib.retrievers import parse_spec
 from retrieval_lib.workbook.index_page import render_index
@@ -46,7 +46,6 @@ from retrieval_lib.workbook.registry import spec_for_stem
 __all__ = ["RunResult", "NotebookOutcome", "run_workbook", "list_notebooks", "load_profile"]
 
 NOTEBOOK_DIR = PROJECT_ROOT / "notebooks"
-DEFAULT_PARAMS = PROJECT_ROOT / "params" / "demo.yaml"
 KERNEL_NAME = "retrieval-lib"
 
 
@@ -122,7 +121,7 @@ def load_profile(params_file: str | os.PathLike[str] | None, notebook_dir: Path 
     unknown = [nb for nb, spec in zip(every, known) if spec is None]
     if unknown:
         declared |= set().union(*declared_parameters(unknown).values())
-    profile = _load_profile(params_file or DEFAULT_PARAMS, declared=declared)
+    profile = _load_profile(params_file or DEFAULT_PROFILE, declared=declared)
     if profile.values.get("retriever") is not None:  # a bad retriever stops the run before it starts
         parse_spec(profile.values["retriever"], profile=str(profile.path))
     # the kernels start in the project folder: a file the profile names from another working folder is passed whole

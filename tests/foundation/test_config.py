@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import pickle
 from pathlib import Path
 
@@ -163,6 +164,9 @@ def test_missing_dotenv_file_is_not_an_error(tmp_path):
     ("QDRANT_URL", "localhost:6333" + SECRET),
     ("COHERE_BASE_URL", "not a url " + SECRET),
     ("QDRANT_COLLECTION_NAME", "a/b" + SECRET),
+    ("PAYLOAD_FIELDS", '{"content": ["text", 1]}'),
+    ("PAYLOAD_FIELDS", "[" + SECRET),
+    ("RETRIEVER_SPEC", '["http://127.0.0.1:8000/search"]'),
 ])
 def test_invalid_setting_fails_naming_the_variable_not_the_value(variable, value):
     with pytest.raises(ConfigurationError) as info:
@@ -174,6 +178,12 @@ def test_invalid_setting_fails_naming_the_variable_not_the_value(variable, value
     if SECRET in value:
         assert value not in str(err)
     assert err.exit_code == 2
+
+
+def test_a_payload_mapping_is_read_as_json_of_role_to_key_or_keys():
+    fields = {"content": ["text", "body"], "source_url": "url"}
+    assert load_settings(env={"PAYLOAD_FIELDS": json.dumps(fields)}).payload_fields == fields
+    assert load_settings(env={"PAYLOAD_FIELDS": " "}).payload_fields is None  # blank: inferred from the collection
 
 
 def test_cohere_provider_without_key_names_cohere_api_key():

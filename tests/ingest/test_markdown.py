@@ -401,6 +401,24 @@ def test_min_words_threshold_is_respected() -> None:
     assert is_stub(doc)  # 30 words is below the default of 40
 
 
+def test_the_ingest_the_book_and_notebook_10_call_the_same_pages_stubs(tmp_path: Path) -> None:
+    # one rule (collection.boilerplate.is_placeholder): the ingest skips, notebook 16 lists and notebook 10 sets apart
+    # the same pages, admonition fences aside
+    from retrieval_lib.book.pages import read_docs
+    from retrieval_lib.checks.collection._offtopic import is_stub as offtopic_stub
+
+    title = " ".join(f"word{i}" for i in range(45))  # an admonition's title: markup, not the page's words
+    pages = {"fenced.md": f"# A\n\n:::note {title}\nComing soon.\n:::\n",
+             "short.md": "# B\n\nA few words only.\n", "real.md": "# C\n\n" + REAL_PARAGRAPH + "\n",
+             "todo.md": "# D\n\n" + REAL_PARAGRAPH + " Keep a TODO list.\n"}
+    for name, text in pages.items():
+        write(tmp_path, name, text)
+    ingest = {p.name for p in discover_documents(tmp_path) if is_stub(read_document(p, tmp_path))}
+    book = {page.path for page in read_docs(tmp_path).pages if page.stock == "stub"}
+    chunks = {name for name, text in pages.items() if offtopic_stub([text])}
+    assert ingest == book == chunks == {"fenced.md", "short.md"}
+
+
 def test_negative_min_words_is_rejected() -> None:
     with pytest.raises(ValueError):
         is_stub(doc_with_body("text"), min_words=-1)
