@@ -21,7 +21,6 @@ unreachable) is raised in each of that group's requests; other groups go on.
 from __future__ import annotations
 
 import threading
-import time
 from dataclasses import dataclass, field
 
 from retrieval_lib.models import SearchResponse
@@ -80,6 +79,7 @@ class SearchBatcher:
                 raise ServiceBusyError(f"the service is busy ({len(self._pending)} queries waiting); retry shortly",
                                        limit=self.max_queue)
             self._pending.append(job)
+            self._cond.notify()  # a leader waiting for more (max_wait_ms) takes a full batch at once
             lead = not self._leading
             self._leading = True
         while True:
@@ -104,13 +104,8 @@ class SearchBatcher:
     # ------------------------------------------------------------------ the leader
     def _take(self) -> list[_Job]:
         with self._cond:
-            if self.max_wait and len(self._pending) < self.max_batch:
-                deadline = time.monotonic() + self.max_wait
-                while len(self._pending) < self.max_batch:
-                    left = deadline - time.monotonic()
-                    if left <= 0:
-                        break
-                    self._cond.wait(left)
+            if self.max_wait:
+                self._cond.wait_for(lambda: len(self._pending) >= self.max_batch, self.max_wait)
             taken, self._pending = self._pending[:self.max_batch], self._pending[self.max_batch:]
             return taken
 

@@ -26,6 +26,7 @@ import time
 import uuid
 from typing import Any
 
+from starlette.datastructures import Headers
 from starlette.exceptions import HTTPException
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -172,10 +173,7 @@ class RequestGuard:
 
 
 def _content_length(scope: Scope) -> int | None:
-    for name, value in scope.get("headers", []):
-        if name == b"content-length":
-            try:
-                return int(value)
-            except ValueError:
-                return None
-    return None
+    try:
+        return int(Headers(scope=scope)["content-length"])
+    except (KeyError, ValueError):
+        return None

@@ -106,3 +106,21 @@ def test_a_full_queue_is_refused_with_service_busy():
     finally:
         release.set()
         batcher.close()
+
+
+def test_a_waiting_batch_is_taken_as_soon_as_it_is_full_not_when_the_wait_ends():
+    # batch_wait_ms: the first query waits for more; the query that fills the batch wakes it (a 20 s wait that
+    # ran out instead would leave the searches below unanswered when their 10 s bound ends)
+    embedder = FakeEmbedder.like_cohere_fake()
+    retriever = small_retriever(embedder)
+    sizes: list[int] = []
+    inner = embedder._embed_queries
+    embedder._embed_queries = lambda texts: sizes.append(len(texts)) or inner(texts)
+    batcher = SearchBatcher(retriever, max_batch=3, max_wait_ms=20_000)
+    try:
+        with ThreadPoolExecutor(3) as pool:
+            answers = [pool.submit(batcher.search, q, (5, 0.0, None, None)) for q in QUERIES[:3]]
+            assert [a.result(10).total_results for a in answers] == [5, 5, 5]
+        assert sizes == [3]  # one embedding call for the three
+    finally:
+        batcher.close()
