@@ -40,11 +40,14 @@ def serve(settings: Settings, *, host: str = LOOPBACK, port: int = 8000, log_fil
         # threads took ~450 ms against ~20 ms, and one intra-op thread raised the service's throughput at 100
         # concurrent requests from 0.70x to 0.85x of the library's).
         torch.set_num_threads(1)
+    metadata = None
     try:
         metadata = configured_metadata(settings, retriever)  # None: a team's collection without DATABASE_URL
         app = create_app(settings, retriever=retriever, metadata=metadata, options=options, log_path=log_file)
         uvicorn.Server(uvicorn_config(app, host=host, port=port, options=options)).run()
     finally:
+        if metadata is not None:  # opened here, so the app leaves it open: closed once the server has stopped
+            metadata.close()
         retriever.close()
 
 
