@@ -43,6 +43,8 @@ log = logging.getLogger(__name__)
 #: The sample book shipped with the package (the embedded default's corpus).
 SAMPLE_BOOK = SAMPLE_DOCS
 DEFAULT_BASE_URL = "https://physical-ai-book.example"
+
+
 @dataclass(frozen=True)
 class PreparedChunk:
     """A chunk ready to embed: its id, the text to embed, and its payload."""
