@@ -19,6 +19,7 @@ _HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:] = [p for p in sys.path if os.path.abspath(p or os.curdir) != _HERE]
 
 import asyncio  # noqa: E402
+import collections.abc  # noqa: E402
 import dataclasses  # noqa: E402
 import importlib  # noqa: E402
 import importlib.util  # noqa: E402
@@ -45,7 +46,7 @@ def plain(value, depth=0):
         return value if math.isfinite(value) else None
     if isinstance(value, dict):
         return {str(k): plain(v, depth + 1) for k, v in value.items()}
-    if isinstance(value, (list, tuple, set, frozenset)):
+    if isinstance(value, (list, tuple, set, frozenset, collections.abc.Iterator)):  # a generator's results too
         return [plain(v, depth + 1) for v in value]
     if dataclasses.is_dataclass(value) and not isinstance(value, type):
         return plain(dataclasses.asdict(value), depth + 1)

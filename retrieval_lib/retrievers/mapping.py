@@ -246,14 +246,23 @@ def _nested(item: Mapping[str, Any], dotted: str) -> Any:
 
 
 def empty_results(answer: Any) -> bool:
-    """Whether ``answer`` is an empty answer: an empty list, or an object whose only list under a known name
-    (:data:`LIST_NAMES`) is empty. Such an answer is a result (nothing matched), not a missing list; the mapping is
-    inferred from the next answer that holds results."""
+    """Whether ``answer`` is an empty answer: an empty list, or an object whose lists under a known name
+    (:data:`LIST_NAMES`, to depth 3: ``{"data": {"results": []}}``) are all empty, whatever other lists it holds
+    (``{"results": [], "query_terms": [...]}``). Such an answer is a result (nothing matched), not a missing list;
+    the mapping is inferred from the next answer that holds results, never from a list beside an empty one."""
     if isinstance(answer, list):
         return not answer
-    if not isinstance(answer, Mapping) or _lists(answer):
-        return False
-    return any(isinstance(answer.get(name), list) and not answer.get(name) for name in LIST_NAMES)
+    named = _named_lists(answer)
+    return bool(named) and not any(named)
+
+
+def _named_lists(value: Any, depth: int = 0) -> list[list[Any]]:
+    found: list[list[Any]] = []
+    if isinstance(value, Mapping) and depth < 3:
+        for key, inner in value.items():
+            found += [inner] if isinstance(inner, list) and str(key).lower() in LIST_NAMES \
+                else _named_lists(inner, depth + 1)
+    return found
 
 
 def infer_mapping(answer: Any) -> tuple[str, dict[str, str], list[str]]:

@@ -95,6 +95,35 @@ def test_an_empty_first_answer_is_an_empty_result_and_the_mapping_waits_for_resu
     assert not empty_results({"took": 1}) and not empty_results({"results": [{"a": 1}]})
 
 
+@pytest.mark.parametrize("empty", [
+    {"results": [], "query_terms": ["zzz", "unrelated"]},  # a list of strings beside the empty results
+    {"hits": [], "facets": [{"name": "topic", "count": 3}]},  # a list of objects beside them
+    {"data": {"results": [], "total": 0}},  # under a wrapper
+    {"hits": {"total": {"value": 0}, "hits": []}},  # Elasticsearch, nothing matched
+])
+def test_an_empty_result_list_is_an_empty_answer_whatever_lies_beside_it_and_never_the_mapping(empty):
+    from retrieval_lib.retrievers.base import MappedRetriever
+    from retrieval_lib.retrievers.mapping import empty_results
+    from retrieval_lib.retrievers.spec import RetrieverSpec
+
+    full = {"results": [{"id": "a", "content": "Gazebo simulates robots with physics " * 2, "score": 0.8}],
+            "query_terms": ["gazebo"]}
+    answers = iter([empty, full])
+
+    class Scripted(MappedRetriever):
+        def _call(self, query, top_k):
+            return next(answers)
+
+        def describe(self):
+            return "scripted"
+
+    assert empty_results(empty) and not empty_results(full)
+    r = Scripted(RetrieverSpec(kind="http", url="http://127.0.0.1:9/search"))
+    first, second = r.ask("q1", 5), r.ask("q2", 5)
+    assert first.error is None and first.hits == []
+    assert r.mapping.results == "results" and second.hits[0].chunk_id == "a"
+
+
 def test_a_single_result_with_a_web_address_under_a_file_name_is_the_url():
     """One result makes every value "constant": the URL rule of payload roles cannot see it, so a web address
     under ``source_document`` must still be the URL (05 matches pages by URL), never a file."""

@@ -46,6 +46,12 @@ def test_dataclasses_and_lists_of_strings_are_made_json_safe_and_mapped():
     assert strings[0].hits[0].content and strings[0].hits[0].source_url is None
 
 
+def test_a_generator_function_answers_with_what_it_yields():
+    _, answers = ask("yields_results", top_k=2)
+    assert [a.error for a in answers] == [None, None] and [len(a.hits) for a in answers] == [2, 2]
+    assert answers[1].hits[0].source_url == "/docs/module-01-ros2/what-is-ros2"
+
+
 def test_a_function_that_raises_answers_each_question_with_the_exception_in_one_line():
     _, answers = ask("raises")
     assert [a.error_kind for a in answers] == ["raised ValueError", "raised ValueError"]
