@@ -21,7 +21,7 @@ import re
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import cast
-from urllib.parse import urlsplit
+from urllib.parse import unquote, urlsplit
 
 import numpy as np
 
@@ -166,9 +166,16 @@ def detect_generator(docs: Path) -> tuple[str, bool]:
 
 def page_files(root: Path) -> list[tuple[str, Path]]:
     """The pages under a docs folder: (relative POSIX path, path), sorted by the former; ``.md`` and ``.mdx``
-    files, skipping names that start with ``_`` or ``.`` and ``node_modules``."""
+    files, skipping names that start with ``_`` or ``.`` and ``node_modules``; symlinked folders are followed, each
+    real folder read once."""
     found: list[tuple[str, Path]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
+    seen: set[str] = set()  # folders' real paths: a symlinked folder is read (as the site generators do), once
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        real = os.path.realpath(dirpath)
+        if real in seen:
+            dirnames[:] = []
+            continue
+        seen.add(real)
         dirnames[:] = [d for d in dirnames if not not_a_page(d)]
         folder = Path(dirpath)
         prefix = folder.relative_to(root).as_posix()  # once a folder, not once a file
@@ -230,7 +237,7 @@ def read_docs(docs: str | os.PathLike[str], *, route_base: str | None = None, ge
         try:
             text = decode_utf8(full.read_bytes(), rel)
             if "\r" in text:  # a find of one character, much cheaper than a replace that copies the page
-                text = text.replace("\r\n", "\n")
+                text = text.replace("\r\n", "\n").replace("\r", "\n")  # as the ingest reads it
             front_matter, body = split_front_matter(text, rel)
             if kind == "mkdocs":
                 route = mkdocs_route(rel, base, use_directory_urls=directory_urls)
@@ -344,7 +351,7 @@ def read_sitemap(sitemap: str | os.PathLike[str], *, timeout: float = SITEMAP_TI
         raise ConfigurationError(f"sitemap {source} lists no page", path=source)
     pages: dict[str, Page] = {}
     for url in urls:
-        route = join_route(urlsplit(url).path, "")
+        route = join_route(unquote(urlsplit(url).path), "")  # /docs/%C3%A9t%C3%A9 is the page /docs/été
         pages.setdefault(route, Page(route, route, title=route.rsplit("/", 1)[-1], has_text=False))
     return Book(sorted(pages.values(), key=lambda p: p.path), source, "sitemap", "/")
 

@@ -30,7 +30,10 @@ __all__ = ["docusaurus_route", "mkdocs_route", "route_of_stored_path", "join_rou
 
 # Front matter counts only at the very start of the file, as Docusaurus reads it.
 _FRONT_MATTER = re.compile(r"\A---[ \t]*\n(?P<yaml>.*?)^---[ \t]*(?:\n|\Z)", re.DOTALL | re.MULTILINE)
-_NUMBER_PREFIX = re.compile(r"^\d+[-_.]\s*")
+# Docusaurus' DefaultNumberPrefixParser: "01-intro", "3 - Setup", "02__x" lose their number; "2021-11-release" and
+# "7.0-upgrade" (a date, a version) keep it, and so does a name that is only a prefix
+_NUMBER_PREFIX = re.compile(r"^\d+\s*[-_.]+\s*(?=[^-_.\s])")
+_NOT_A_PREFIX = re.compile(r"^\d+[-_.]\d+")
 # libyaml's safe loader where PyYAML was built with it (a book of 2,000 pages: 1 s of pure-Python parsing saved)
 _SAFE_LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 #: File stems (lower case) that stand for their folder.
@@ -95,9 +98,9 @@ def decode_utf8(raw: bytes, rel: str) -> str:
 
 
 def strip_number_prefix(name: str) -> str:
-    """``01-intro`` -> ``intro``; a name that is only a prefix stays as it is."""
-    stripped = _NUMBER_PREFIX.sub("", name, count=1)
-    return stripped or name
+    """``01-intro`` -> ``intro``, as Docusaurus serves it; ``2021-11-release``, ``7.0-upgrade`` and a name that is
+    only a prefix stay as they are."""
+    return name if _NOT_A_PREFIX.match(name) else _NUMBER_PREFIX.sub("", name, count=1)
 
 
 def front_matter_text(front_matter: dict[str, Any], key: str) -> str | None:

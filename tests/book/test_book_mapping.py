@@ -154,3 +154,33 @@ def test_site_relative_urls_are_routes_and_a_file_beside_an_unserved_url_does_no
     assert got["01-basics/02-nodes.md"] == ("01-basics/02-nodes.md", URL_FROM_FILE, "served at /docs/basics/nodes",
                                             "/01-basics/02-nodes")
     assert got["guide/README.md"] == ("guide/README.md", "file path", "", "https://x.example/docs/guide")
+
+
+def test_a_sitemaps_percent_encoded_urls_are_the_pages_the_sources_name(tmp_path):
+    # a non-ASCII slug or a space is percent-encoded in a sitemap: the page, not a page never ingested beside a
+    # source gone
+    from retrieval_lib.book import read_sitemap
+
+    sitemap = tmp_path / "sitemap.xml"
+    sitemap.write_text('<urlset xmlns="http://www.sitemaps.org/schemas/sitemap/0.9">'
+                       "<url><loc>https://x.example/docs/%C3%A9t%C3%A9</loc></url>"
+                       "<url><loc>https://x.example/docs/guide/my%20page</loc></url></urlset>", encoding="utf-8")
+    book = read_sitemap(sitemap)
+    assert [(p.route, p.title) for p in book.pages] == [("/docs/guide/my page", "my page"), ("/docs/été", "été")]
+    urls = ["https://x.example/docs/%C3%A9t%C3%A9", "https://x.example/docs/guide/my%20page"]
+    m = map_sources(book, chunks(urls=urls))
+    assert {s.source: s.page for s in m.sources} == {urls[0]: "/docs/été", urls[1]: "/docs/guide/my page"}
+
+
+@pytest.mark.parametrize("rel, route", [
+    ("blog/2021-11-release.md", "/docs/blog/2021-11-release"),  # a date keeps its digits, as Docusaurus serves it
+    ("7.0-upgrade.md", "/docs/7.0-upgrade"),  # a version too
+    ("03 - Setup/01--install.md", "/docs/Setup/install"),
+])
+def test_docusaurus_drops_a_number_prefix_but_not_a_date_or_a_version(tmp_path, rel, route):
+    docs = tmp_path / "docs"
+    (docs / rel).parent.mkdir(parents=True, exist_ok=True)
+    (docs / rel).write_text("# Page\n\n" + "words of the page " * 20, encoding="utf-8")
+    (page,) = read_docs(docs).pages
+    assert page.route == route
+    assert map_sources(read_docs(docs), chunks(urls=[f"https://x.example{route}"])).sources[0].how == "URL route"

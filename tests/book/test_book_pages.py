@@ -185,3 +185,22 @@ def test_pages_hashed_in_batches_read_as_pages_hashed_one_by_one(batch_chars, mo
         begin, end = page.text_span
         assert all(begin <= s < end for s in page.word_starts.tolist())
         assert [page.text_bytes[s:].split(b" ", 1)[0] for s in page.word_starts.tolist()] == page.cleaned.split()
+
+
+def test_a_symlinked_folder_is_read_as_the_site_generators_read_it_and_a_loop_once(tmp_path):
+    docs, shared = tmp_path / "docs", tmp_path / "elsewhere" / "shared"
+    shared.mkdir(parents=True)
+    docs.mkdir()
+    (shared / "page.md").write_text("# Shared\n\n" + "shared words " * 30, encoding="utf-8")
+    (docs / "intro.md").write_text("# Intro\n\n" + "intro words " * 30, encoding="utf-8")
+    (docs / "shared").symlink_to(shared, target_is_directory=True)
+    (shared / "loop").symlink_to(docs, target_is_directory=True)  # back up to the docs folder: read once
+    assert [p.route for p in read_docs(docs).pages] == ["/docs/intro", "/docs/shared/page"]
+    assert [p.name for p in documents.discover_documents(docs)] == ["intro.md", "page.md"]
+
+
+def test_a_page_with_lone_carriage_returns_reads_as_the_ingest_reads_it(tmp_path):
+    (tmp_path / "cr.md").write_bytes(b"---\rtitle: Lone CR\r---\r# Heading\r" + b"body words " * 30)
+    (page,) = read_docs(tmp_path).pages
+    doc = documents.read_document(tmp_path / "cr.md", tmp_path)
+    assert page.title == doc.title == "Lone CR"
