@@ -36,6 +36,7 @@ class TeamEndpoint:
         self.hang_s = min(hang_s, 10.0)
         self.max_requests = max_requests
         self.requests: list[dict[str, Any]] = []
+        self.redirect_to = ""  # mode "redirect": every request is answered 307 to this URL
         self._stop = threading.Event()
         endpoint = self
 
@@ -66,6 +67,12 @@ class TeamEndpoint:
                 if mode == "hang":
                     endpoint._stop.wait(endpoint.hang_s)
                     return self._reply(200, b"[]")
+                if mode == "redirect":
+                    self.send_response(307)
+                    self.send_header("location", endpoint.redirect_to)
+                    self.send_header("content-length", "0")
+                    self.end_headers()
+                    return None
                 if mode == "echo_auth_401":
                     said = self.headers.get("Authorization", "")
                     return self._reply(401, json.dumps({"detail": f"bad credentials: {said}"}).encode())

@@ -50,7 +50,7 @@ class HttpRetriever(MappedRetriever):
         for name, value in spec.headers.items():  # a variable set nowhere stops here, before any question
             expand(value, self._variables, where=f"the retriever's header {name}")
         self._client = httpx.Client(timeout=spec.timeout_s, transport=transport, follow_redirects=True,
-                                    trust_env=False)
+                                    trust_env=False, event_hooks={"request": [self._headers_stay_home]})
 
     def describe(self) -> str:
         # the URL as written in the profile: ${ENV} references unexpanded, never a value
@@ -58,6 +58,14 @@ class HttpRetriever(MappedRetriever):
 
     def close(self) -> None:
         self._client.close()
+
+    def _headers_stay_home(self, request: httpx.Request) -> None:
+        """A redirect to another host or port carries none of the spec's headers (httpx drops only Authorization:
+        an ``X-API-Key`` would follow the answer anywhere); http -> https on the same host keeps them."""
+        home = httpx.URL(str(self.spec.url))
+        if (request.url.host, request.url.port) != (home.host, home.port):
+            for name in self.spec.headers:
+                request.headers.pop(name, None)
 
     def _request(self, query: str, top_k: int) -> httpx.Request:
         url, secrets = str(self.spec.url), []  # the url holds no ${ENV} (refused by the spec)

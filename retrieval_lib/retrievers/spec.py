@@ -14,6 +14,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable, Mapping
 from typing import Any, Literal
+from urllib.parse import parse_qsl, urlsplit
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -26,6 +27,9 @@ HIT_FIELDS: tuple[str, ...] = ("content", "source_url", "source_file", "score", 
 _REF = re.compile(r"\$\{([A-Za-z_][A-Za-z0-9_]*)\}")
 #: Header names that carry credentials: their values must be ``${ENV}`` references, never literals.
 _CREDENTIAL_HEADERS = ("authorization", "cookie", "api-key", "apikey", "token", "secret", "password", "x-api-key")
+#: Query parameters that carry a key (``?api_key=``, ``?access_token=``, Azure Functions' ``?code=``, a signature).
+_CREDENTIAL_PARAMETER = re.compile(r"(?:^|[_\-])(?:key|apikey|token|secret|password|passwd|pwd|code|sig|signature"
+                                   r"|auth|credential|credentials)$", re.I)
 
 
 def env_references(text: str) -> list[str]:
@@ -139,9 +143,18 @@ class RetrieverSpec(BaseModel):
     @classmethod
     def _no_secret_in_url(cls, value: str | None) -> str | None:
         # httpx logs request URLs: a key expanded into one would reach the logs
-        if value is not None and env_references(value):
+        if value is None:
+            return value
+        if env_references(value):
             raise ValueError("the url may not hold ${ENV} references (request URLs are logged): send the key in a "
                              "header, e.g. headers: {Authorization: 'Bearer ${MY_API_KEY}'}")
+        # nor a key written out: a profile is a file people share, and the URL is printed in every answer's line
+        parts = urlsplit(value)
+        keys = [k for k, _ in parse_qsl(parts.query, keep_blank_values=True) if _CREDENTIAL_PARAMETER.search(k)]
+        if parts.password is not None or keys:
+            where = f"query parameter {keys[0]!r}" if keys else "a password (user:password@)"
+            raise ValueError(f"the url holds {where}, a credential (request URLs are printed and logged): send it in "
+                             "a header that reads the environment, e.g. headers: {X-API-Key: '${MY_API_KEY}'}")
         return value
 
     @model_validator(mode="after")

@@ -146,6 +146,23 @@ def test_header_secrets_are_sent_but_appear_in_no_error_describe_repr_or_log(mon
     assert "${TEAM_SEARCH_KEY}" in repr(r.spec)  # the spec keeps the reference, never the value
 
 
+def test_a_redirect_to_another_origin_carries_none_of_the_specs_headers(monkeypatch):
+    # httpx drops Authorization on such a redirect; an X-API-Key would have followed the answer anywhere
+    monkeypatch.setenv("TEAM_SEARCH_KEY", SECRET)
+    spec = {"kind": "http", "headers": {"X-API-Key": "${TEAM_SEARCH_KEY}", "X-Tenant": "book"}}
+    with TeamEndpoint(answer) as elsewhere, TeamEndpoint(answer, mode="redirect") as home:
+        home.redirect_to = elsewhere.url
+        r = open_retriever({**spec, "url": home.url})
+        try:
+            a = r.ask("What is ROS 2?", 2)
+        finally:
+            r.close()
+        assert a.ok and len(a.hits) == 2  # the redirect was followed
+        assert home.requests[0]["headers"]["x-api-key"] == SECRET
+        sent_there = elsewhere.requests[0]["headers"]
+        assert "x-api-key" not in sent_there and "x-tenant" not in sent_there
+
+
 def test_a_literal_credential_in_a_header_is_refused_with_what_to_write():
     from retrieval_lib.errors import ConfigurationError
 
@@ -155,6 +172,13 @@ def test_a_literal_credential_in_a_header_is_refused_with_what_to_write():
         open_retriever({"kind": "http"})
     with pytest.raises(ConfigurationError, match="send the key in a header"):
         open_retriever({"kind": "http", "url": "http://127.0.0.1:1/s?key=${MY_API_KEY}"})
+    for url, named in [("http://127.0.0.1:1/s?q=x&api_key=sk-live-123", "query parameter 'api_key'"),
+                       ("http://admin:hunter2pw@127.0.0.1:1/s", "a password"),
+                       ("http://127.0.0.1:1/api/search?code=abc123", "query parameter 'code'")]:
+        with pytest.raises(ConfigurationError, match=named) as refused:  # a key written out in the URL
+            open_retriever({"kind": "http", "url": url})
+        assert "sk-live-123" not in str(refused.value) and "hunter2pw" not in str(refused.value)
+    open_retriever({"kind": "http", "url": "http://127.0.0.1:1/s?index=book&keyword=x"}).close()
     with pytest.raises(ConfigurationError, match="unknown field"):
         open_retriever({"kind": "http", "url": "http://127.0.0.1:1/s", "fields": {"text": "x"}})
 
