@@ -372,21 +372,44 @@ class NotebookRun:
         (:func:`retrieval_lib.stores.scan.shared`), or None in an interactive kernel (nothing shared)."""
         return self.report.run_dir if self._cache_path else None
 
-    def collection_absent(self) -> str | None:
+    def collection_absent(self, *, judges_empty: bool = False) -> str | None:
         """Why a check that reads the collection itself cannot judge here, or None (it can).
 
-        Only when the profile names a team's retriever and the collection cannot be opened (not there, or no
-        store configured): the questions still go to the retriever, the collection's own checks are not
-        applicable. Without a team's retriever a missing collection is an error, raised as before.
+        When the profile names a team's retriever and the collection cannot be opened (not there, or no store
+        configured): the questions still go to the retriever, the collection's own checks are not applicable.
+        Without a team's retriever a missing collection is an error, raised as before. A collection that holds
+        no points has nothing to judge (:meth:`nothing_to_judge`) unless the check ``judges_empty`` (notebook 07,
+        whose ``min_points`` gate fails on it).
         """
-        if self.retriever_spec.kind == "collection":
+        if self.retriever_spec.kind != "collection":
+            try:
+                self.collection_retriever  # noqa: B018 - opening it is the test
+            except (CollectionNotFoundError, StoreUnavailableError, ConfigurationError) as err:
+                return (f"only the chatbot's retriever is configured ({self.asker.describe()}); this check reads the "
+                        f"collection itself, which cannot be opened: {err.message}")
+        return None if judges_empty else self.nothing_to_judge(asked=False)
+
+    def nothing_to_judge(self, *, asked: bool = True) -> str | None:
+        """Why nothing can be judged: the collection holds no points (where the questions go to it, when ``asked``;
+        a team's retriever answers from its own store). None when it holds some.
+
+        Raises:
+            CollectionNotFoundError: the collection is not there (and no team's retriever stands in).
+        """
+        if asked and self.retriever_spec.kind != "collection":
             return None
-        try:
-            self.collection_retriever  # noqa: B018 - opening it is the test
-        except (CollectionNotFoundError, StoreUnavailableError, ConfigurationError) as err:
-            return (f"only the chatbot's retriever is configured ({self.asker.describe()}); this check reads the "
-                    f"collection itself, which cannot be opened: {err.message}")
-        return None
+        if self.store.count(self.collection):
+            return None
+        return (f"collection {self.collection!r} holds no points, so there is nothing in it to judge (notebook 07's "
+                "min_points gate fails on it): ingest the book, or name the collection that holds it")
+
+    def no_text(self) -> str | None:
+        """Why a check that reads the chunks' text cannot judge: no payload key of the collection holds it (a
+        pipeline that stores only ids and URLs). None when one does."""
+        if self.store.roles_for(self.collection).has("content"):
+            return None
+        return (f"no payload key of collection {self.collection!r} holds the chunk's text (`inspect` shows its keys; "
+                "a profile's `payload_fields` names the one that does), so there is no text to judge")
 
     def describe(self) -> str:
         """One line naming what is validated: collection, store location, embedder (or the team's retriever)."""

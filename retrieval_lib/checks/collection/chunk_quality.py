@@ -195,7 +195,7 @@ def run(ctx: NotebookRun, *, golden_set: str, headings_per_file: int, queries: S
         max_fragment_share: float, max_fragment_win_rate: float) -> ChunkQuality | NotApplicable:
     """Notebook 12's check: every chunk's length with the configured embedder's own counter against its window,
     the fragments, and how often a fragment is top-1 for the golden, heading and demo ``queries``."""
-    if reason := ctx.collection_absent():
+    if reason := ctx.collection_absent() or ctx.no_text():  # no text: every chunk would be a 0-token fragment
         return NotApplicable(reason, GATES)
     embedder = ctx.collection_retriever.embedder
     study = measure_chunks(scan_chunks(ctx.store, ctx.collection), embedder.count_tokens, embedder.max_tokens,
@@ -274,12 +274,16 @@ class ChunkQuality:
             detail=f"{len(study.fragments)} of {len(study.chunks)} chunks are fragments ({frag_share:.1%}, at most "
                    f"{self.max_fragment_share:.1%})",
             hint=CHUNKS_FRAGMENTS.causes)
-        CHUNKS_FRAGMENT_WINS.record(
-            report, win_rate <= self.max_fragment_win_rate, value=round(win_rate, 4),
-            threshold=self.max_fragment_win_rate, rule="<=", unit="share",
-            detail=f"a fragment beat its own section's full chunk for {len(displaced)} of {answered} queries "
-                   f"({win_rate:.1%}, at most {self.max_fragment_win_rate:.1%})",
-            hint="the fragments in the wins table answer nothing: merge them with their section's text")
+        if not answered:  # no query got an answer: a rate of 0 would pass on nothing
+            CHUNKS_FRAGMENT_WINS.not_applicable(report, f"none of the {len(self.queries)} queries got an answer",
+                                                fill={"max_fragment_win_rate": self.max_fragment_win_rate})
+        else:
+            CHUNKS_FRAGMENT_WINS.record(
+                report, win_rate <= self.max_fragment_win_rate, value=round(win_rate, 4),
+                threshold=self.max_fragment_win_rate, rule="<=", unit="share",
+                detail=f"a fragment beat its own section's full chunk for {len(displaced)} of {answered} queries "
+                       f"({win_rate:.1%}, at most {self.max_fragment_win_rate:.1%})",
+                hint="the fragments in the wins table answer nothing: merge them with their section's text")
         worst = f"; the longest is {past[0].read} tokens ({past[0].source_file}, {past[0].unseen_share:.0%} unseen)" \
             if past else ""
         report.finding(f"{len(past)} of {len(study.chunks)} chunks are longer than the {study.window}-token window, "

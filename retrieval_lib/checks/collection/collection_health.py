@@ -191,8 +191,8 @@ def record_completeness(report: NotebookReport, scan: PayloadScan, minimum: floa
     """
     _check_thresholds(0, 0.0, minimum)
     fill = {"min_metadata_completeness": minimum}
-    if not scan.held:
-        return HEALTH_COMPLETENESS.not_applicable(report, _NO_FIELD, fill=fill)
+    if not scan.points or not scan.held:
+        return HEALTH_COMPLETENESS.not_applicable(report, _NO_POINTS if not scan.points else _NO_FIELD, fill=fill)
     absent = [f for f in PAYLOAD_FIELDS if f not in scan.held]
     return HEALTH_COMPLETENESS.record(
         report, scan.metadata_completeness >= minimum, fill=fill, value=round(scan.metadata_completeness, 2),
@@ -202,6 +202,8 @@ def record_completeness(report: NotebookReport, scan: PayloadScan, minimum: floa
                   f"holds {', '.join(absent)})" if absent else ""))
 
 
+#: Why completeness and duplicates cannot be judged in an empty collection (the point count's gate fails on it).
+_NO_POINTS = "the collection holds no points: no field and no text to judge (the point count's gate fails on it)"
 #: Why completeness cannot be judged: no payload role maps a key of the collection.
 _NO_FIELD = ("the collection holds none of the fields the workbook reads (its payload roles map "
              "none of its keys: `inspect` shows them; a profile's `payload_fields` names them)")
@@ -248,7 +250,7 @@ def run(ctx: NotebookRun, *, min_points: int, max_duplicate_share: float,
         ValidationError: a threshold out of range (before anything is read).
     """
     _check_thresholds(min_points, max_duplicate_share, min_metadata_completeness)
-    if reason := ctx.collection_absent():
+    if reason := ctx.collection_absent(judges_empty=True):
         return NotApplicable(reason, GATES, fill={"min_points": min_points, "max_duplicate_share": max_duplicate_share,
                                                   "min_metadata_completeness": min_metadata_completeness})
     retriever = ctx.collection_retriever
@@ -343,8 +345,9 @@ class CollectionHealth:
                                  value=scan.points, threshold=min_points, rule=">=", unit="points",
                                  detail=f"{scan.points} points in {len(files)} source files")
         record_completeness(report, scan, self.min_metadata_completeness)
-        if scan.duplicates_by is None:
-            HEALTH_DUPLICATES.not_applicable(report, _NO_TEXT, fill={"max_duplicate_share": max_share})
+        if not scan.points or scan.duplicates_by is None:
+            HEALTH_DUPLICATES.not_applicable(report, _NO_POINTS if not scan.points else _NO_TEXT,
+                                             fill={"max_duplicate_share": max_share})
         else:
             HEALTH_DUPLICATES.record(report, scan.duplicate_share <= max_share, fill={"max_duplicate_share": max_share},
                                      value=round(scan.duplicate_share, 4), threshold=max_share, rule="<=",

@@ -393,7 +393,7 @@ def _reduced_dimension(err: ModelMismatchError, embedder: Embedder) -> ModelMism
 def cost_line(ctx: NotebookRun, contract_sample: int) -> str:
     """What :func:`run` will cost the embedding service (:func:`plan_cost`), said before it runs; or why it will not
     run (only a team's retriever configured)."""
-    if reason := ctx.collection_absent():
+    if reason := ctx.collection_absent() or ctx.no_text():
         return f"nothing embedded: {reason}"
     return plan_cost(ctx.collection_retriever.embedder, contract_sample).line()
 
@@ -409,7 +409,7 @@ def run(ctx: NotebookRun, *, contract_sample: int, contract_seed: int, top_k: in
         CollectionNotFoundError, ModelMismatchError, VectorStoreError, EmbeddingError: as :func:`probe`.
     """
     check_args(contract_sample, top_k, contract_min_cosine, max_self_retrieval_drop)
-    if reason := ctx.collection_absent():
+    if reason := ctx.collection_absent() or ctx.no_text():  # re-embedding "" would read as another model
         return NotApplicable(reason, GATES)
     result = probe(ctx.store, ctx.collection, ctx.collection_retriever.embedder, sample=contract_sample,
                    seed=contract_seed, top_k=top_k, min_cosine=contract_min_cosine)

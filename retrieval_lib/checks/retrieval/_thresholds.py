@@ -211,15 +211,16 @@ def measure(in_top1: Sequence[float], ood_top1: Sequence[float], *, resamples: i
     """Bootstrap the recommendation and AUC; Wilson intervals for recall and rejection.
 
     Raises:
-        ValidationError: either set empty (or only NaN top-1 scores).
+        ValidationError: either set empty, or no query of it answered (only NaN top-1 scores).
     """
     import numpy as np
     from sklearn.metrics import roc_auc_score
 
-    ins = np.array([s for s in in_top1 if not math.isnan(s)], dtype=float)
-    oods = np.array([s for s in ood_top1 if not math.isnan(s)], dtype=float)
-    if ins.size == 0 or oods.size == 0:
+    if not any(not math.isnan(v) for v in in_top1) or not any(not math.isnan(v) for v in ood_top1):
         raise ValidationError("thresholds need in-domain and out-of-domain top-1 scores", field="query_sets")
+    # a query with no result has top-1 0 (as recommend_threshold reads it): an in-domain one is a miss at any
+    # threshold, not a query left out of the recall
+    ins, oods = np.array(_finite(in_top1, 0.0)), np.array(_finite(ood_top1, 0.0))
     rng = np.random.default_rng(seed)
     t = recommend(list(ins), list(oods))
     labels = np.r_[np.ones(ins.size), np.zeros(oods.size)]

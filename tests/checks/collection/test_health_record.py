@@ -254,7 +254,7 @@ def test_the_collection_checks_are_not_applicable_when_only_a_teams_retriever_is
     from retrieval_lib.workbook.check import NotApplicable
 
     class OnlyARetriever:  # the context: the collection cannot be opened, and nothing else may be read
-        def collection_absent(self) -> str:
+        def collection_absent(self, **_) -> str:
             return "only the chatbot's retriever is configured"
 
         def __getattr__(self, name):
@@ -309,6 +309,67 @@ def test_a_collection_whose_roles_map_no_field_is_judged_where_it_can_be(tmp_pat
     assert any(f.startswith("metadata completeness not applicable:") for f in ctx.report.findings)
     assert any(f.startswith("duplicates not applicable:") for f in ctx.report.findings)
     assert str(result).splitlines()[0] == "12 points scanned; metadata completeness not applicable (no field held)"
+
+
+def _context(tmp_path, points: list[dict]) -> object:
+    """A NotebookRun on collection "c" of a store of its own, holding ``points`` (payloads) with one vector."""
+    from qdrant_client import models
+
+    from retrieval_lib.config import load_settings
+    from retrieval_lib.workbook.report import NotebookRun
+
+    with VectorStore.at_path(tmp_path / "store") as store:
+        store.create_collection("c", 384)
+        if points:
+            store.upsert("c", [models.PointStruct(id=i + 1, vector=[1.0] + [0.0] * 383, payload=payload)
+                               for i, payload in enumerate(points)])
+    env = {"QDRANT_PATH": str(tmp_path / "store"), "QDRANT_COLLECTION_NAME": "c", "QDRANT_URL": "",
+           "QDRANT_API_KEY": "", "QDRANT_ENGINE": "", "EMBEDDING_PROVIDER": "local", "EMBEDDING_MODEL": ""}
+    return NotebookRun("07_collection_health", "t", tmp_path / "run", settings=load_settings(env=env))
+
+
+CHUNK_PARAMS = {"golden_set": "", "headings_per_file": 1, "queries": ["What is ROS 2?"], "fragment_min_length": 40,
+                "fragment_max_heading_share": 0.5, "max_unseen_share": 0.1, "max_fragment_share": 0.2,
+                "max_fragment_win_rate": 0.1}
+CONTRACT_PARAMS = {"contract_sample": 8, "contract_seed": 0, "top_k": 5, "contract_min_cosine": 0.99,
+                   "max_self_retrieval_drop": 0.05}
+
+
+def test_an_empty_collection_fails_its_point_count_and_nothing_else_passes(tmp_path):
+    """0 points: notebook 07 fails min_points and judges nothing it has no data for (completeness and duplicates
+    had passed on 0 of 0 points); the checks that read the points are not applicable, saying why."""
+    from retrieval_lib.checks.collection import chunk_quality, collection, embedding_contract
+    from retrieval_lib.workbook.check import NotApplicable
+
+    ctx = _context(tmp_path, [])
+    try:
+        result = health.run(ctx, **THRESHOLDS)
+        result.record(ctx.report, show=False)
+        others = [collection.run(ctx), chunk_quality.run(ctx, **CHUNK_PARAMS),
+                  embedding_contract.run(ctx, **CONTRACT_PARAMS)]
+    finally:
+        ctx.close()
+    gates = {g.id: g for g in ctx.report.gates}
+    assert gates["health.min_points"].passed is False
+    assert gates["health.completeness"].passed is None and gates["health.duplicates"].passed is None
+    assert "holds no points" in gates["health.completeness"].detail
+    assert all(isinstance(r, NotApplicable) and "holds no points" in r.reason for r in others)
+
+
+def test_a_collection_without_the_chunks_text_is_not_judged_on_its_text(tmp_path):
+    """Payloads of ids and URLs only: re-embedding "" read as "another model made the vectors", and every chunk was
+    a 0-token fragment; both checks are not applicable, naming what is missing."""
+    from retrieval_lib.checks.collection import chunk_quality, embedding_contract
+    from retrieval_lib.workbook.check import NotApplicable
+
+    ctx = _context(tmp_path, [{"url": f"https://book.example/docs/p{i}", "chunk_index": i} for i in range(12)])
+    try:
+        results = [chunk_quality.run(ctx, **CHUNK_PARAMS), embedding_contract.run(ctx, **CONTRACT_PARAMS)]
+        line = embedding_contract.cost_line(ctx, 8)
+    finally:
+        ctx.close()
+    assert all(isinstance(r, NotApplicable) and "holds the chunk's text" in r.reason for r in results)
+    assert line.startswith("nothing embedded:")
 
 
 def test_duplicates_are_told_by_hash_else_by_text_else_not_judged(tmp_path):

@@ -43,3 +43,13 @@ def test_wilson_matches_scipy_and_more_queries_narrow_it():
 def test_empty_sets_are_refused():
     with pytest.raises(ValidationError):
         th.measure([], OOD)
+
+
+def test_an_in_domain_query_with_no_result_is_a_miss_not_a_query_left_out():
+    # a team's retriever with its own score cut answers some in-domain questions with nothing: recall counts them
+    nan = float("nan")
+    u = th.measure([0.8, 0.7, nan, nan], [0.3, 0.2], resamples=50)
+    assert u.n_in == 4 and u.recall == pytest.approx(0.5)
+    assert th.measure([0.8, 0.7], [0.3, nan], resamples=50).n_ood == 2  # an OOD query answered nothing: rejected
+    with pytest.raises(ValidationError):
+        th.measure([nan, nan], OOD)  # no in-domain query answered: nothing to place a threshold on
