@@ -13,8 +13,8 @@ notebook starts and rewritten as ``"complete"`` only at the end, so a run that
 is killed is marked as such. A folder is never reused: an earlier run is
 never overwritten.
 
-Exit codes: 0 all gates passed, 1 a gate failed, 2 a notebook raised an error
-(or the parameters are invalid).
+Exit codes (:func:`~retrieval_lib.workbook.summary.verdict`): 0 all gates passed, 1 a gate failed or no gate
+could be judged, 2 a notebook raised an error (or the parameters are invalid), or the run was stopped.
 """
 
 from __future__ import annotations
@@ -42,6 +42,7 @@ from retrieval_lib.params import load_profile as _load_profile
 from retrieval_lib.retrievers import parse_spec
 from retrieval_lib.workbook.index_page import render_index
 from retrieval_lib.workbook.registry import spec_for_stem
+from retrieval_lib.workbook.summary import verdict
 
 __all__ = ["RunResult", "NotebookOutcome", "run_workbook", "list_notebooks", "load_profile"]
 
@@ -399,12 +400,12 @@ def _run(loaded: Profile, selected: list[Path], folder: Path | None, out_dir: st
         cache_file(run_dir).unlink(missing_ok=True)  # the run's query cache lives as long as the run
         if cache_file(run_dir).parent.is_dir() and not any(cache_file(run_dir).parent.iterdir()):
             cache_file(run_dir).parent.rmdir()
-        errored = any(o.status == "error" for o in outcomes)
-        failed = any(o.status == "failed" for o in outcomes)
-        summary["passed"] = summary["status"] == "complete" and not errored and not failed
+        summary["outcomes"] = [asdict(o) for o in outcomes]
+        outcome = verdict(summary)  # the one rule: interrupted, errored, failed, not judged or passed
+        summary["passed"] = outcome.exit_code == 0
         _write_json(run_dir / "summary.json", summary)
         (run_dir / "index.html").write_text(render_index(summary), encoding="utf-8")
-    exit_code = 2 if (errored or summary["status"] != "complete") else 1 if failed else 0
+    exit_code = outcome.exit_code
     return RunResult(run_dir=run_dir, index_html=run_dir / "index.html", exit_code=exit_code, outcomes=outcomes)
 
 

@@ -27,7 +27,8 @@ class Verdict:
 
 
 def verdict(summary: dict[str, Any]) -> Verdict:
-    """The outcome of a run from its summary: interrupted, errored, failed or passed (in that precedence)."""
+    """The outcome of a run from its summary: interrupted, errored, failed, not judged (no gate could be judged) or
+    passed (in that precedence)."""
     outcomes = summary.get("outcomes", [])
     gates = summary.get("gates", [])
     failed = [g for g in gates if gate_state(g) == "failed"]
@@ -45,6 +46,8 @@ def verdict(summary: dict[str, Any]) -> Verdict:
     tail = f" · {na} not applicable" if na else ""
     if failed:
         return Verdict("FAILED", f"{len(failed)} of {judged} gates failed{tail}", 1, "bad")
+    if not judged:  # every gate not applicable, or none recorded: nothing was validated, so nothing passed
+        return Verdict("NOT JUDGED", f"No gate could be judged{tail}: the report says why", 1, "warn")
     return Verdict("PASSED", f"All {judged} gates passed{tail}", 0, "ok")
 
 
@@ -190,6 +193,8 @@ def terminal_lines(summary: dict[str, Any], *, quiet: bool = False) -> list[str]
     head = (f"{v.word} {len(failed)} of {judged} gates failed" if gates else f"{v.word} no gates recorded")
     if v.word == "PASSED":
         head = f"PASSED {judged} gates" if na else f"PASSED all {judged} gates"
+    elif v.word == "NOT JUDGED":
+        head = "NOT JUDGED no gate could be judged" if gates else "NOT JUDGED no gates recorded"
     if na:
         head += f" · {len(na)} not applicable"
     line = (f"{head} · {notebooks_text(summary)} · {duration_text(summary.get('duration_s'))} · "

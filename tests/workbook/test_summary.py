@@ -92,6 +92,17 @@ def test_passing_errored_and_interrupted_runs_have_their_own_verdict():
     assert terminal_lines(stopped)[0].startswith("INTERRUPTED 0 of 1 gates failed · 1 of 2 notebooks finished · ")
 
 
+def test_a_run_that_could_judge_no_gate_is_not_judged_and_fails_the_exit_code():
+    # only the chatbot's retriever configured and the collection not there, or an empty collection: every gate
+    # not applicable; "PASSED all 0 gates" had turned a CI job green on nothing validated
+    none = summary([gate("g", None), gate("h", None, notebook="05_golden_set")])
+    assert verdict(none).word == "NOT JUDGED" and verdict(none).exit_code == 1
+    assert terminal_lines(none)[0].startswith("NOT JUDGED no gate could be judged · 2 not applicable · 2 notebooks")
+    assert verdict(summary([])).word == "NOT JUDGED"
+    some = summary([gate("g", None), gate("h", True, 1, 1, rule=">=")])
+    assert verdict(some).word == "PASSED" and verdict(some).exit_code == 0
+
+
 @pytest.mark.parametrize("g, expected", [
     (gate("p95 within target", False, 1800.0, 1500, rule="<=", unit="ms", parameter="latency_p95_target_ms"),
      "measured 1800 ms where `latency_p95_target_ms` asks for at most 1,500 ms: fix the collection (docs/gates.md, "
