@@ -170,7 +170,8 @@ class QueryChange:
 
 @dataclass
 class GateChange:
-    """A gate whose status or threshold differs between the runs (None: the gate is absent from that run).
+    """A gate whose status or threshold differs between the runs (None: not judged in that run: not applicable
+    there, or absent from it, as ``baseline_present`` / ``candidate_present`` tell).
 
     ``gate`` is its label in the candidate (else the baseline), ``id`` its stable id ("" for a run written before
     ids existed: matched by name).
@@ -184,6 +185,8 @@ class GateChange:
     baseline_threshold: Any = None
     candidate_threshold: Any = None
     unit: str = ""
+    baseline_present: bool = True
+    candidate_present: bool = True
 
     @property
     def threshold_changed(self) -> bool:
@@ -193,16 +196,16 @@ class GateChange:
 
     def line(self) -> str:
         """``gate changed: 06_latency latency.p95 'p95 latency <= 1000 ms': PASS; threshold 1500 -> 1000 ms``."""
-        status = (f"{_status(self.baseline)} -> {_status(self.candidate)}" if self.baseline != self.candidate
-                  else _status(self.candidate))
+        before, after = _status(self.baseline, self.baseline_present), _status(self.candidate, self.candidate_present)
+        status = f"{before} -> {after}" if before != after else after
         unit = f" {self.unit}" if self.unit else ""
         bar = (f"; threshold {self.baseline_threshold} -> {self.candidate_threshold}{unit}" if self.threshold_changed
                else "")
         return f"gate changed: {self.notebook} {self.id + ' ' if self.id else ''}{self.gate!r}: {status}{bar}"
 
 
-def _status(passed: bool | None) -> str:
-    return "absent" if passed is None else "PASS" if passed else "FAIL"
+def _status(passed: bool | None, present: bool = True) -> str:
+    return "absent" if not present else "N/A" if passed is None else "PASS" if passed else "FAIL"
 
 
 def _pair_gates(baseline: list[RunGate], candidate: list[RunGate]) -> list[tuple[RunGate | None, RunGate | None]]:
@@ -226,8 +229,10 @@ def _gate_changes(b: RunInfo, c: RunInfo) -> list[GateChange]:
         assert either is not None  # a pair holds one gate at least
         change = GateChange(either.notebook, either.name, gb.passed if gb else None, gc.passed if gc else None,
                             id=either.id, baseline_threshold=gb.threshold if gb else None,
-                            candidate_threshold=gc.threshold if gc else None, unit=either.unit)
-        if change.baseline != change.candidate or change.threshold_changed:  # a gate of one run: when it was judged
+                            candidate_threshold=gc.threshold if gc else None, unit=either.unit,
+                            baseline_present=gb is not None, candidate_present=gc is not None)
+        if (change.baseline, change.baseline_present) != (change.candidate, change.candidate_present) \
+                or change.threshold_changed:  # a gate of one run: when it was judged
             out.append(change)
     return sorted(out, key=lambda g: (g.notebook, g.id or g.gate))
 

@@ -78,6 +78,18 @@ def _p95(target: int, passed: bool) -> dict:
             "unit": "ms"}
 
 
+def test_a_gate_that_became_not_applicable_reads_n_a_not_absent(tmp_path):
+    golden = {"id": "golden.passes", "name": "at least 4 golden queries pass", "passed": True, "threshold": 4}
+    base = write_run_folder(tmp_path / "a", GOOD, gates=[_p95(1500, True), golden])
+    unjudged = write_run_folder(tmp_path / "b", GOOD, gates=[_p95(1500, True), {**golden, "passed": None}])
+    gone = write_run_folder(tmp_path / "c", GOOD, gates=[_p95(1500, True)])
+    (na,) = compare_runs(base, unjudged).gates
+    assert na.line() == "gate changed: 05_golden_set golden.passes 'at least 4 golden queries pass': PASS -> N/A"
+    (absent,) = compare_runs(base, gone).gates
+    assert absent.line().endswith("PASS -> absent")
+    assert compare_runs(unjudged, gone).gates[0].line().endswith("N/A -> absent")
+
+
 def test_a_threshold_changed_between_runs_is_the_same_gate_with_a_new_threshold(tmp_path, capsys):
     golden = {"id": "golden.passes", "name": "at least 4 golden queries pass", "passed": True, "threshold": 4}
     base = write_run_folder(tmp_path / "a", GOOD, gates=[_p95(1500, True), golden])
