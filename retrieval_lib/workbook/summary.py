@@ -47,7 +47,7 @@ def verdict(summary: dict[str, Any]) -> Verdict:
     if failed:
         return Verdict("FAILED", f"{len(failed)} of {judged} gates failed{tail}", 1, "bad")
     if not judged:  # every gate not applicable, or none recorded: nothing was validated, so nothing passed
-        return Verdict("NOT JUDGED", f"No gate could be judged{tail}: the report says why", 1, "warn")
+        return Verdict("NOT JUDGED", f"No gate could be judged{tail}: each gate says why", 1, "warn")
     return Verdict("PASSED", f"All {judged} gates passed{tail}", 0, "ok")
 
 
