@@ -378,8 +378,8 @@ class NotebookRun:
         When the profile names a team's retriever and the collection cannot be opened (not there, or no store
         configured): the questions still go to the retriever, the collection's own checks are not applicable.
         Without a team's retriever a missing collection is an error, raised as before. A collection that holds
-        no points has nothing to judge (:meth:`nothing_to_judge`) unless the check ``judges_empty`` (notebook 07,
-        whose ``min_points`` gate fails on it).
+        no points has nothing to judge either, unless the check ``judges_empty`` (notebook 07, whose ``min_points``
+        gate fails on it).
         """
         if self.retriever_spec.kind != "collection":
             try:
@@ -387,17 +387,14 @@ class NotebookRun:
             except (CollectionNotFoundError, StoreUnavailableError, ConfigurationError) as err:
                 return (f"only the chatbot's retriever is configured ({self.asker.describe()}); this check reads the "
                         f"collection itself, which cannot be opened: {err.message}")
-        return None if judges_empty else self.nothing_to_judge(asked=False)
+        return None if judges_empty else self._empty()
 
-    def nothing_to_judge(self, *, asked: bool = True) -> str | None:
-        """Why nothing can be judged: the collection holds no points (where the questions go to it, when ``asked``;
-        a team's retriever answers from its own store). None when it holds some.
+    def _empty(self) -> str | None:
+        """Why nothing in the collection can be judged: it holds no points. None when it holds some.
 
         Raises:
             CollectionNotFoundError: the collection is not there (and no team's retriever stands in).
         """
-        if asked and self.retriever_spec.kind != "collection":
-            return None
         if self.store.count(self.collection):
             return None
         return (f"collection {self.collection!r} holds no points, so there is nothing in it to judge (notebook 07's "
