@@ -145,11 +145,11 @@ def vendor_endpoint(provider: str, base_url: str | None) -> bool:
     return host in provider_info(provider).hosts
 
 
-def start_batch(provider: str, base_url: str | None, configured: int | None = None, *, limit: int | None = None) -> int:
+def start_batch(provider: str, base_url: str | None, configured: int | None = None) -> int:
     """Texts the requests of remote ``provider`` start with: ``configured`` (``EMBEDDING_BATCH_SIZE``) when given,
     else the vendor's limit at the vendor's own API and :data:`LOCAL_SERVER_BATCH` elsewhere; never above the
-    vendor's limit (``limit``, default the provider's: Cohere 96, Gemini 100, OpenAI 2,048), never below one."""
-    limit = limit or provider_info(provider).batch
+    vendor's limit (Cohere 96, Gemini 100, OpenAI 2,048), never below one."""
+    limit = provider_info(provider).batch
     want = configured if configured else (limit if vendor_endpoint(provider, base_url) else LOCAL_SERVER_BATCH)
     return max(1, min(limit, int(want)))
 
